@@ -1,0 +1,45 @@
+#pragma once
+// The first-order analytical model of layerwise offload (mission statement; issue 2 §2):
+//   T_comp = F_block / (η_comp · P_peak)
+//   T_pref = B_pref / (η_pref · BW_h2d)
+// with the collectives' bytes that arrive over the same host link counted against it:
+//   prefetch is hidden iff  B_pref + B_coll_in ≤ η_pref · BW_h2d · T_comp
+//   critical workload        F* = η_comp · P_peak · (B_pref + B_coll_in) / (η_pref · BW_h2d)
+//   largest hideable prefetch B_hide = max(0, η_pref · BW_h2d · T_comp − B_coll_in)
+#include <string>
+
+#include "model/node.hpp"
+#include "model/workload.hpp"
+
+namespace chunkflow {
+
+/// Compute time of one stage on one GPU: max(flop / (η · peak), weight_bytes / HBM bandwidth)
+/// + launch cost, with η the GEMM or attention efficiency; 0 for all-to-all stages.
+double stage_compute_time_s(const StageCost& stage, const NodeSpec& node);
+
+/// Σ stage_compute_time_s over a block.
+double block_compute_time_s(const BlockCost& block, const NodeSpec& node);
+
+/// Bytes of a block's all-to-alls that arrive at one rank over its host link:
+/// (P−1)/P · Σ buffers (both backends of NodeSpec::collective).
+double collective_inbound_bytes(const BlockCost& block, int ulysses_degree);
+
+struct AnalyticalResult {
+  double block_flop = 0;             ///< mean per-rank block FLOPs (F_block)
+  double block_weight_bytes = 0;     ///< mean bytes of one block (B_pref at resident fraction 0)
+  double collective_inbound_bytes = 0; ///< mean per block (B_coll_in)
+  double compute_time_s = 0;         ///< mean T_comp per block
+  double prefetch_time_s = 0;        ///< mean T_pref per block at resident fraction 0
+  double effective_gemm_flop_per_s = 0; ///< η_comp · P_peak used for F*
+  double h2d_bytes_per_s = 0;        ///< η_pref · BW_h2d
+  double critical_flop = 0;          ///< F* per block
+  double hideable_bytes = 0;         ///< B_hide per block (mean)
+  std::string regime;                ///< "prefetch-bound" (F_block < F*) or "compute-bound"
+  /// Smallest resident fraction whose remaining prefetch every block's compute hides:
+  /// max over blocks of clamp(1 − B_hide(b)/B_block(b), 0, 1).
+  double auto_resident_fraction = 0;
+};
+
+AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree);
+
+}  // namespace chunkflow

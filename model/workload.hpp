@@ -1,0 +1,100 @@
+#pragma once
+// Workloads: resolution, frames, batch and Ulysses degree → tokens, per-op shapes, FLOPs and bytes
+// per rank. Sources: shared/reference/dit-architectures.md §4 (tokens), §5 (FLOPs), §6 (Ulysses).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/architecture.hpp"
+
+namespace chunkflow {
+
+struct Workload {
+  std::string model = "wan2.1-t2v-14b";  ///< architecture id
+  int64_t batch = 1;                      ///< B per forward
+  int64_t height = 480;                   ///< pixels
+  int64_t width = 832;                    ///< pixels
+  int64_t frames = 81;                    ///< 4k+1 for video models, 1 for image models
+  int ulysses_degree = 1;                 ///< P
+  int dtype_bytes = 2;                    ///< bf16
+};
+
+/// Token counts of one forward (dit-architectures.md §4).
+struct TokenCounts {
+  int64_t video = 0;        ///< S_v = ((F−1)/4+1)·(H/16)·(W/16) (video) or (H/16)(W/16) (image)
+  int64_t text = 0;         ///< T
+  int64_t video_padded = 0; ///< S_v rounded up to a multiple of P (Wan seq_len padding)
+};
+
+/// Validates a workload against its architecture. Throws InputError naming `file` and the field
+/// (JSON pointer under `prefix`, e.g. "/workload/frames") for: unknown model, batch/height/width
+/// ≤ 0, height or width not a multiple of 16, frames not 4k+1 (video) or ≠ 1 (image), Ulysses
+/// degree < 1 or not dividing the heads.
+void validate(const Workload& w, const std::string& file = "", const std::string& prefix = "/workload");
+
+TokenCounts tokens(const Workload& w);
+
+/// A GEMM on one rank: [m × k] · [k × n], FLOPs = 2·m·k·n.
+struct GemmShape {
+  int64_t m = 0, k = 0, n = 0;
+  double flop() const { return 2.0 * double(m) * double(k) * double(n); }
+};
+
+/// An attention on one rank: batch·heads independent [q × hd]·[hd × kv] and [q × kv]·[kv × hd];
+/// FLOPs = 4·batch·heads·q·kv·head_dim (dit-architectures.md §5).
+struct AttentionShape {
+  int64_t batch = 0, heads = 0, q_tokens = 0, kv_tokens = 0, head_dim = 0;
+  double flop() const {
+    return 4.0 * double(batch) * double(heads) * double(q_tokens) * double(kv_tokens) * double(head_dim);
+  }
+};
+
+/// One stage of a block's program as one rank executes it.
+struct StageCost {
+  BlockStage stage;
+  std::string name;            ///< linear name, "attention.self" / "attention.cross" / "attention.joint",
+                               ///< or "all_to_all.q" ...
+  GemmShape gemm;              ///< stage.kind == linear
+  AttentionShape attention;    ///< stage.kind == attention
+  double flop = 0;             ///< per rank
+  double weight_bytes = 0;     ///< bytes of this linear's weights+bias (linear stages)
+  double weight_offset_bytes = 0; ///< offset of those weights in the block's flat weight layout
+  double all_to_all_buffer_bytes = 0; ///< per-rank buffer 2·B·S_loc·d (all_to_all stages)
+};
+
+/// A block as one rank of a P-way Ulysses group runs it: stages in program order, all-to-alls
+/// dropped when P == 1.
+struct BlockCost {
+  int block = 0;               ///< index in the stack
+  int kind = 0;                ///< index into block_kinds
+  std::vector<StageCost> stages;
+  double weight_bytes = 0;     ///< whole block (linears + other params), dtype bytes each
+  double linear_flop = 0;      ///< per rank
+  double attention_flop = 0;   ///< per rank
+  double all_to_all_bytes = 0; ///< Σ per-rank buffers of the block's all-to-alls
+  double flop() const { return linear_flop + attention_flop; }
+};
+
+/// Per-rank costs of one forward (one denoising step of one CFG branch).
+struct ForwardCost {
+  TokenCounts tokens;
+  std::vector<BlockCost> blocks;     ///< block_count() entries, stack order
+  double non_block_weight_bytes = 0; ///< always resident
+  double weight_bytes = 0;           ///< whole model
+  double flop = 0;                   ///< per rank, Σ blocks
+  double activation_bytes = 0;       ///< per-rank activation/workspace estimate (see .cpp)
+};
+
+/// Builds the per-rank cost of a forward. Throws as validate().
+ForwardCost forward_cost(const Workload& w);
+
+/// Per-block FLOPs of the whole (unsharded) block at batch B and S_v video tokens, with the
+/// linear and attention terms apart (dit-architectures.md §5 formulas, P = 1).
+struct BlockFlop {
+  double linear_flop = 0;
+  double attention_flop = 0;
+  double total() const { return linear_flop + attention_flop; }
+};
+BlockFlop block_flop(const DitArchitecture& arch, int kind, int64_t batch, int64_t video_tokens);
+
+}  // namespace chunkflow

@@ -1,0 +1,57 @@
+#pragma once
+// Scenarios: node + workload + policy, from a JSON file and/or command-line overrides.
+// Shared by `chunkflow` (sim/) and `chunkflow-hw` (hw/) so both build the same plan.
+#include <optional>
+#include <string>
+
+#include "model/node.hpp"
+#include "model/workload.hpp"
+#include "runtime/policy.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace chunkflow {
+
+struct Scenario {
+  std::string file;         ///< where it was read from ("" for the embedded default)
+  std::string name;
+  std::string description;
+  NodeSpec node;
+  Workload workload;
+  PolicyConfig policy;
+};
+
+/// The embedded default: Wan2.1-T2V-14B, 480×832, 81 frames, batch 1, Ulysses 2 on 2xh100-pcie,
+/// chunkflow with 64 MiB chunks and auto residency.
+Scenario default_scenario();
+
+/// Reads a scenario file:
+///   {"name": str, "description": str,
+///    "node": "2xh100-pcie" | {"id": "2xh100-pcie", <NodeSpec numeric fields to override>},
+///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree"},
+///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "steps"}}
+/// "policy" and "description" are optional. Throws InputError naming the file and the JSON
+/// pointer for malformed JSON, unknown or missing fields, wrong types and invalid values.
+Scenario load_scenario(const std::string& path);
+
+/// Command-line overrides of a scenario (empty = keep the scenario's value).
+struct ScenarioOptions {
+  std::string scenario_file;
+  std::optional<std::string> node, model, policy, resident_fraction;
+  std::optional<int64_t> height, width, frames, batch;
+  std::optional<int> ulysses, lookahead, steps;
+  std::optional<double> chunk_mib;
+};
+
+/// Adds --scenario --node --model --height --width --frames --batch --ulysses, and with
+/// `with_policy` also --policy --chunk-mib --resident-fraction --lookahead (and --steps when
+/// `with_steps`), to a CLI11 (sub)command.
+void add_scenario_options(CLI::App& app, ScenarioOptions& options, bool with_policy, bool with_steps);
+
+/// The default scenario (or the --scenario file) with the overrides applied, validated.
+/// Throws InputError (field = the option name, e.g. "--frames") for bad values.
+Scenario resolve_scenario(const ScenarioOptions& options);
+
+}  // namespace chunkflow

@@ -1,0 +1,77 @@
+#pragma once
+// StepPlan: the DAG of ops that a policy emits and both executors (sim/, hw/) run.
+// Dependencies include lane order (each lane is FIFO, like a CUDA stream), so the graph alone
+// says what may start when. Ops appear in `ops` in issue order; ids are indices into `ops`.
+#include <boost/graph/adjacency_list.hpp>
+#include <string>
+#include <vector>
+
+#include "model/workload.hpp"
+#include "traces/timeline.hpp"
+
+namespace chunkflow {
+
+struct PlanOp {
+  int id = 0;
+  std::string name;            ///< "s<step>.b<block>.<stage>" or "s1.b03.h2d.c2"
+  OpKind kind = OpKind::compute;
+  Lane lane = Lane::compute;
+  int rank = 0;
+  int step = 0;
+  int block = -1;
+  int stage = -1;              ///< index into BlockCost::stages (compute and collective ops)
+  int chunk = -1;              ///< chunk index within the block's offloaded bytes (h2d ops)
+  int slot = -1;               ///< chunk slot the h2d op fills (h2d ops)
+  double flop = 0;
+  double bytes = 0;            ///< h2d: chunk bytes; collective: per-rank all-to-all buffer
+  double src_offset_bytes = 0; ///< h2d: offset of the chunk in the block's flat weight layout
+  int collective_group = -1;   ///< ops of one collective across ranks share it
+  double alloc_bytes = 0;      ///< memory allocated when the op starts (h2d: the chunk)
+  double free_bytes = 0;       ///< memory released when the op ends (last reader of chunks)
+  std::vector<int> deps;       ///< all predecessors, lane order included
+  std::vector<int> data_deps;  ///< the subset that is not lane order (what the op waits on)
+};
+
+/// Resolved policy parameters of a plan (what the executors and reports need).
+struct PlanInfo {
+  std::string policy;          ///< "no-offload", "layerwise", "chunkflow"
+  int steps = 0;
+  int ranks = 0;               ///< executed ranks
+  int lookahead = 0;
+  double chunk_bytes = 0;      ///< 0 for no-offload; the block size for layerwise
+  double resident_fraction = 1;///< resolved (auto → number)
+  bool resident_fraction_auto = false;
+  int slot_count = 0;          ///< chunk slots per rank
+  double slot_bytes = 0;       ///< bytes of one slot
+  double resident_weight_bytes = 0;  ///< per rank, incl. the non-block part
+  double activation_bytes = 0;       ///< per rank, allocated for the whole run
+  double offloaded_bytes_per_step = 0; ///< per rank
+};
+
+struct StepPlan {
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+  PlanInfo info;
+  Workload workload;
+  ForwardCost cost;            ///< per-rank costs of one forward (stages referenced by ops)
+  std::vector<PlanOp> ops;
+  Graph graph;                 ///< vertex i = ops[i]; edge u→v: v depends on u
+
+  /// Adds an op (assigns its id, adds the vertex) and returns its id.
+  int add(PlanOp op);
+  /// Adds a data dependency `before` → `after` (also to deps and the graph). Duplicates ignored.
+  void depend(int after, int before);
+  /// The stage an op runs (compute / collective ops). Throws std::logic_error otherwise.
+  const StageCost& stage_of(const PlanOp& op) const;
+};
+
+/// Checks a plan before execution; throws std::logic_error naming the first violation:
+///  - the graph is acyclic and matches each op's deps;
+///  - lane order: within a (rank, lane), each op depends on the one before it;
+///  - every compute op of a linear whose weights are offloaded depends on every h2d chunk that
+///    holds part of those weights (for its step and block);
+///  - memory balances: per rank, Σ alloc_bytes == Σ free_bytes, and no slot is refilled before
+///    the ops that free its previous chunk have run (h2d depends on them);
+///  - every collective group has one op per executed rank.
+void validate(const StepPlan& plan);
+
+}  // namespace chunkflow

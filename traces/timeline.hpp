@@ -1,0 +1,83 @@
+#pragma once
+// Timeline: what an executor (simulator or hardware harness) returns for a StepPlan. Rows carry
+// the plan's op ids so prediction and measurement line up op by op (shared/DESIGN.md).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace chunkflow {
+
+/// Lanes of a rank: the CUDA streams of the harness, the serial resources of the simulator.
+enum class Lane { compute, h2d, comm };
+/// Op kinds of a plan.
+enum class OpKind { compute, h2d, collective };
+
+const char* to_string(Lane lane);
+const char* to_string(OpKind kind);
+/// Inverse of to_string; throws std::invalid_argument for an unknown name.
+Lane lane_from_string(const std::string& s);
+OpKind op_kind_from_string(const std::string& s);
+
+/// One executed op.
+struct TimelineRow {
+  int op_id = 0;
+  std::string name;          ///< the plan's op name, e.g. "s1.b03.ffn.0"
+  OpKind kind = OpKind::compute;
+  Lane lane = Lane::compute;
+  int rank = 0;
+  int step = 0;              ///< denoising step the op belongs to
+  int block = -1;            ///< -1 when not tied to a block
+  double start_s = 0;        ///< from the run's common start
+  double end_s = 0;
+  double bytes = 0;          ///< bytes moved (h2d: chunk bytes; collective: per-rank buffer)
+  double flop = 0;
+  std::vector<int> deps;     ///< op ids this op waited on (the plan's dependencies, not lane order)
+};
+
+/// Memory in use on a rank after an event, in bytes.
+struct MemorySample {
+  int rank = 0;
+  double time_s = 0;
+  double bytes = 0;
+};
+
+/// A link's throughput over an interval (simulated traces only): one track per link direction.
+struct LinkSample {
+  std::string link;          ///< e.g. "pcie.gpu0.h2d"
+  double start_s = 0;
+  double end_s = 0;
+  double bytes_per_s = 0;
+};
+
+struct Timeline {
+  std::string source;                    ///< "simulator" or "hardware"
+  std::vector<TimelineRow> rows;         ///< sorted by op_id
+  std::vector<MemorySample> memory;      ///< time-ordered per rank
+  std::vector<LinkSample> links;         ///< simulator only
+  std::map<std::string, std::string> context;  ///< provenance (device, versions, command, date)
+  int steps = 0;                         ///< denoising steps executed
+  int ranks = 0;
+};
+
+/// Summary of the last step of a timeline (the steady-state step after the first ones' cold
+/// start). All per-rank figures are the maximum over ranks.
+struct StepSummary {
+  int step = 0;                    ///< which step is summarized (steps − 1)
+  double step_time_s = 0;          ///< last compute end of `step` − last compute end of `step`−1
+                                   ///< (the whole run when steps == 1)
+  double compute_time_s = 0;       ///< busy time of the compute lane in the step
+  double h2d_time_s = 0;           ///< busy time of the h2d lane on ops of the step
+  double comm_time_s = 0;          ///< busy time of the comm lane in the step
+  double collective_time_s = 0;    ///< Σ collective op durations in the step
+  double prefetch_stall_s = 0;     ///< Σ over the step's compute ops of the time they waited for
+                                   ///< H2D deps beyond their other deps and lane predecessor
+  double h2d_bytes = 0;            ///< bytes of the step's H2D ops (per rank)
+  double peak_memory_bytes = 0;    ///< max memory sample over the whole run
+};
+
+/// Computes the summary from rows and memory samples (works for both executors: stall uses the
+/// rows' deps and kinds). Throws std::invalid_argument on an empty timeline.
+StepSummary summarize(const Timeline& timeline);
+
+}  // namespace chunkflow
