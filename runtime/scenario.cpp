@@ -1,0 +1,304 @@
+#include "runtime/scenario.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "model/error.hpp"
+
+namespace chunkflow {
+
+using nlohmann::json;
+
+Scenario default_scenario() {
+  Scenario s;
+  s.name = "wan14b-480p-81f-u2-2xh100-pcie";
+  s.description = "Wan2.1-T2V-14B, 480x832, 81 frames, batch 1, Ulysses 2 on two H100 PCIe without NVLink";
+  s.node = node("2xh100-pcie");
+  s.workload.model = "wan2.1-t2v-14b";
+  s.workload.height = 480;
+  s.workload.width = 832;
+  s.workload.frames = 81;
+  s.workload.batch = 1;
+  s.workload.ulysses_degree = 2;
+  return s;
+}
+
+namespace {
+
+/// Reads typed fields of one JSON object, rejecting unknown keys; errors name file and pointer.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string file, std::string pointer)
+      : j_(j), file_(std::move(file)), pointer_(std::move(pointer)) {
+    if (!j_.is_object()) throw InputError(file_, pointer_.empty() ? "/" : pointer_, "expected a JSON object");
+  }
+
+  bool has(const std::string& key) const { return j_.contains(key); }
+  std::string field(const std::string& key) const { return pointer_ + "/" + key; }
+  const json& raw(const std::string& key) {
+    seen_.insert(key);
+    return j_.at(key);
+  }
+
+  std::string string(const std::string& key) {
+    if (!has(key)) throw InputError(file_, field(key), "missing; expected a string");
+    const json& v = raw(key);
+    if (!v.is_string()) throw InputError(file_, field(key), "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  void optional_string(const std::string& key, std::string& out) {
+    if (has(key)) out = string(key);
+  }
+  double number(const std::string& key) {
+    const json& v = raw(key);
+    if (!v.is_number()) throw InputError(file_, field(key), "expected a number, got " + v.dump());
+    return v.get<double>();
+  }
+  int64_t integer(const std::string& key) {
+    if (!has(key)) throw InputError(file_, field(key), "missing; expected an integer");
+    const json& v = raw(key);
+    if (!v.is_number_integer()) throw InputError(file_, field(key), "expected an integer, got " + v.dump());
+    return v.get<int64_t>();
+  }
+  void optional_integer(const std::string& key, int64_t& out) {
+    if (has(key)) out = integer(key);
+  }
+  void optional_int(const std::string& key, int& out) {
+    if (!has(key)) return;
+    const int64_t v = integer(key);
+    if (v < -1000000 || v > 1000000) throw InputError(file_, field(key), "expected a small integer, got " + std::to_string(v));
+    out = static_cast<int>(v);
+  }
+  /// Throws for the first key that was never read.
+  void reject_unknown(const std::string& expected) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (!seen_.count(it.key())) throw InputError(file_, field(it.key()), "unknown field; expected one of " + expected);
+  }
+
+ private:
+  const json& j_;
+  std::string file_, pointer_;
+  std::set<std::string> seen_;
+};
+
+/// The NodeSpec fields a scenario (and later a calibration) may override.
+std::map<std::string, std::function<void(NodeSpec&, double)>> node_overrides() {
+  auto all_links = [](double LinkSpec::*field) {
+    return [field](NodeSpec& n, double v) {
+      for (auto& l : n.links) l.*field = v;
+    };
+  };
+  return {
+      {"peak_flop_per_s", [](NodeSpec& n, double v) { n.peak_flop_per_s = v; }},
+      {"hbm_bytes_per_s", [](NodeSpec& n, double v) { n.hbm_bytes_per_s = v; }},
+      {"gpu_memory_bytes", [](NodeSpec& n, double v) { n.gpu_memory_bytes = v; }},
+      {"gemm_efficiency", [](NodeSpec& n, double v) { n.gemm_efficiency = v; }},
+      {"attention_efficiency", [](NodeSpec& n, double v) { n.attention_efficiency = v; }},
+      {"compute_launch_s", [](NodeSpec& n, double v) { n.compute_launch_s = v; }},
+      {"copy_engine_bytes_per_s", [](NodeSpec& n, double v) { n.copy_engine_bytes_per_s = v; }},
+      {"h2d_latency_s", [](NodeSpec& n, double v) { n.h2d_latency_s = v; }},
+      {"collective_flow_bytes_per_s", [](NodeSpec& n, double v) { n.collective_flow_bytes_per_s = v; }},
+      {"collective_latency_s", [](NodeSpec& n, double v) { n.collective_latency_s = v; }},
+      {"h2d_link_bytes_per_s", all_links(&LinkSpec::a_to_b_bytes_per_s)},
+      {"d2h_link_bytes_per_s", all_links(&LinkSpec::b_to_a_bytes_per_s)},
+      {"duplex_bytes_per_s", all_links(&LinkSpec::duplex_bytes_per_s)},
+  };
+}
+
+std::string override_names() {
+  std::string names = "id";
+  for (const auto& [k, f] : node_overrides()) names += ", " + k;
+  return names;
+}
+
+NodeSpec read_node(const json& j, const std::string& file) {
+  if (j.is_string()) return node(j.get<std::string>(), "/node");
+  ObjectReader r(j, file, "/node");
+  NodeSpec n = node(r.string("id"), "/node/id");
+  for (const auto& [key, apply] : node_overrides())
+    if (r.has(key)) apply(n, r.number(key));
+  r.reject_unknown(override_names());
+  return n;
+}
+
+Workload read_workload(const json& j, const std::string& file) {
+  ObjectReader r(j, file, "/workload");
+  Workload w;
+  w.model = r.string("model");
+  w.height = r.integer("height");
+  w.width = r.integer("width");
+  w.frames = 1;
+  r.optional_integer("frames", w.frames);
+  w.batch = 1;
+  r.optional_integer("batch", w.batch);
+  w.ulysses_degree = 1;
+  r.optional_int("ulysses_degree", w.ulysses_degree);
+  r.reject_unknown("model, height, width, frames, batch, ulysses_degree");
+  return w;
+}
+
+/// Parses a resident fraction: a number in [0, 1] or "auto" (nullopt).
+std::optional<double> parse_resident_fraction(const std::string& text, const std::string& file, const std::string& field) {
+  if (text == "auto") return std::nullopt;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || used == 0 || !std::isfinite(v) || v < 0 || v > 1)
+    throw InputError(file, field, "expected a number in [0, 1] or \"auto\", got \"" + text + "\"");
+  return v;
+}
+
+PolicyConfig read_policy(const json& j, const std::string& file) {
+  ObjectReader r(j, file, "/policy");
+  PolicyConfig p;
+  r.optional_string("name", p.policy);
+  if (r.has("chunk_mib")) p.chunk_bytes = r.number("chunk_mib") * kMiB;
+  if (r.has("resident_fraction")) {
+    const json& v = r.raw("resident_fraction");
+    if (v.is_string()) p.resident_fraction = parse_resident_fraction(v.get<std::string>(), file, "/policy/resident_fraction");
+    else if (v.is_number()) p.resident_fraction = v.get<double>();
+    else throw InputError(file, "/policy/resident_fraction", "expected a number in [0, 1] or \"auto\", got " + v.dump());
+  }
+  r.optional_int("lookahead", p.lookahead);
+  r.optional_int("steps", p.steps);
+  r.reject_unknown("name, chunk_mib, resident_fraction, lookahead, steps");
+  return p;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the scenario file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
+  }
+  ObjectReader r(j, path, "");
+  Scenario s;
+  s.file = path;
+  s.name = r.string("name");
+  r.optional_string("description", s.description);
+  if (!r.has("node")) throw InputError(path, "/node", "missing; expected a node id or {\"id\": ..., overrides}");
+  try {
+    s.node = read_node(r.raw("node"), path);
+    if (!r.has("workload")) throw InputError(path, "/workload", "missing; expected an object");
+    s.workload = read_workload(r.raw("workload"), path);
+    if (r.has("policy")) s.policy = read_policy(r.raw("policy"), path);
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    throw InputError(path, e.field(), e.what());  // built-in lookups name no file
+  }
+  r.reject_unknown("name, description, node, workload, policy");
+  validate(s.node, path, "/node");
+  validate(s.workload, path, "/workload");
+  validate(s.policy, path, "/policy");
+  s.node.executed_ranks(s.workload.ulysses_degree);
+  return s;
+}
+
+void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, bool with_steps) {
+  app.add_option("--scenario", o.scenario_file, "Scenario JSON file (default: the embedded Wan-14B default)");
+  app.add_option("--node", o.node, "Node id: " + [] {
+    std::string s;
+    for (const auto& id : node_ids()) s += (s.empty() ? "" : ", ") + id;
+    return s;
+  }());
+  app.add_option("--model", o.model, "Model id: " + [] {
+    std::string s;
+    for (const auto& id : architecture_ids()) s += (s.empty() ? "" : ", ") + id;
+    return s;
+  }());
+  app.add_option("--height", o.height, "Height in pixels (multiple of 16)");
+  app.add_option("--width", o.width, "Width in pixels (multiple of 16)");
+  app.add_option("--frames", o.frames, "Frames (4k+1 for video models, 1 for images)");
+  app.add_option("--batch", o.batch, "Batch per forward");
+  app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads)");
+  if (!with_policy) return;
+  app.add_option("--policy", o.policy, "no-offload | layerwise | chunkflow");
+  app.add_option("--chunk-mib", o.chunk_mib, "Chunk size in MiB (chunkflow)");
+  app.add_option("--resident-fraction", o.resident_fraction, "Resident fraction in [0, 1] or auto");
+  app.add_option("--lookahead", o.lookahead, "Prefetch lookahead L in blocks (≥ 1)");
+  if (with_steps) app.add_option("--steps", o.steps, "Denoising steps to plan (≥ 1)");
+}
+
+Scenario resolve_scenario(const ScenarioOptions& o) {
+  Scenario s = o.scenario_file.empty() ? default_scenario() : load_scenario(o.scenario_file);
+  const std::string& file = "";  // overrides come from the command line
+  if (o.node) s.node = node(*o.node, "--node");
+  Workload& w = s.workload;
+  if (o.model) {
+    architecture(*o.model, "--model");
+    w.model = *o.model;
+    // An image model takes one frame unless --frames says otherwise.
+    if (!architecture(w.model).video && !o.frames) w.frames = 1;
+  }
+  if (o.height) w.height = *o.height;
+  if (o.width) w.width = *o.width;
+  if (o.frames) w.frames = *o.frames;
+  if (o.batch) w.batch = *o.batch;
+  if (o.ulysses) w.ulysses_degree = *o.ulysses;
+  PolicyConfig& p = s.policy;
+  if (o.policy) p.policy = *o.policy;
+  if (o.chunk_mib) p.chunk_bytes = *o.chunk_mib * kMiB;
+  if (o.resident_fraction) p.resident_fraction = parse_resident_fraction(*o.resident_fraction, file, "--resident-fraction");
+  if (o.lookahead) p.lookahead = *o.lookahead;
+  if (o.steps) p.steps = *o.steps;
+  // Errors name the option when it came from the command line, else the scenario's field.
+  auto from = [&](bool overridden, const std::string& option, const std::string& pointer) {
+    return overridden ? std::make_pair(std::string(), option) : std::make_pair(s.file, pointer);
+  };
+  try {
+    validate(s.workload, s.file, "/workload");
+  } catch (const InputError& e) {
+    static const std::map<std::string, std::string> option_of = {
+        {"/workload/model", "--model"},   {"/workload/height", "--height"}, {"/workload/width", "--width"},
+        {"/workload/frames", "--frames"}, {"/workload/batch", "--batch"},   {"/workload/ulysses_degree", "--ulysses"}};
+    auto it = option_of.find(e.field());
+    if (it == option_of.end()) throw;
+    const bool overridden = (it->second == "--model" && o.model) || (it->second == "--height" && o.height) ||
+                            (it->second == "--width" && o.width) || (it->second == "--frames" && o.frames) ||
+                            (it->second == "--batch" && o.batch) || (it->second == "--ulysses" && o.ulysses);
+    auto [f, field] = from(overridden, it->second, e.field());
+    const std::string what = e.what();
+    const auto pos = what.find(e.field() + ": ");
+    throw InputError(f, field, pos == std::string::npos ? what : what.substr(pos + e.field().size() + 2));
+  }
+  try {
+    validate(s.policy, s.file, "/policy");
+  } catch (const InputError& e) {
+    static const std::map<std::string, std::string> option_of = {{"/policy/name", "--policy"},
+                                                                 {"/policy/chunk_mib", "--chunk-mib"},
+                                                                 {"/policy/resident_fraction", "--resident-fraction"},
+                                                                 {"/policy/lookahead", "--lookahead"},
+                                                                 {"/policy/steps", "--steps"}};
+    auto it = option_of.find(e.field());
+    if (it == option_of.end()) throw;
+    const bool overridden = (it->second == "--policy" && o.policy) || (it->second == "--chunk-mib" && o.chunk_mib) ||
+                            (it->second == "--resident-fraction" && o.resident_fraction) ||
+                            (it->second == "--lookahead" && o.lookahead) || (it->second == "--steps" && o.steps);
+    if (!overridden) throw;
+    const std::string what = e.what();
+    const auto pos = what.find(e.field() + ": ");
+    throw InputError("", it->second, pos == std::string::npos ? what : what.substr(pos + e.field().size() + 2));
+  }
+  if (s.node.collective == CollectiveBackend::host_staged && w.ulysses_degree > s.node.gpu_count)
+    throw InputError(o.ulysses ? "" : s.file, o.ulysses ? "--ulysses" : "/workload/ulysses_degree",
+                     "expected at most " + std::to_string(s.node.gpu_count) + " (GPUs of node " + s.node.id +
+                         "), got " + std::to_string(w.ulysses_degree));
+  return s;
+}
+
+}  // namespace chunkflow

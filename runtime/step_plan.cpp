@@ -1,0 +1,167 @@
+#include "runtime/step_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace chunkflow {
+
+int StepPlan::add(PlanOp op) {
+  op.id = static_cast<int>(ops.size());
+  const int v = static_cast<int>(boost::add_vertex(graph));
+  if (v != op.id) throw std::logic_error("StepPlan::add: graph vertex and op id diverged");
+  std::vector<int> deps = std::move(op.deps);
+  std::vector<int> data_deps = std::move(op.data_deps);
+  op.deps.clear();
+  op.data_deps.clear();
+  ops.push_back(std::move(op));
+  for (int d : data_deps) depend(v, d);
+  for (int d : deps) {  // lane-order predecessors given at construction
+    auto& o = ops[v];
+    if (std::find(o.deps.begin(), o.deps.end(), d) == o.deps.end()) {
+      o.deps.push_back(d);
+      boost::add_edge(d, v, graph);
+    }
+  }
+  return v;
+}
+
+void StepPlan::depend(int after, int before) {
+  if (after < 0 || before < 0 || after >= int(ops.size()) || before >= int(ops.size()) || after == before)
+    throw std::logic_error("StepPlan::depend: bad op ids " + std::to_string(after) + " <- " + std::to_string(before));
+  auto& o = ops[after];
+  if (std::find(o.data_deps.begin(), o.data_deps.end(), before) != o.data_deps.end()) return;
+  o.data_deps.push_back(before);
+  if (std::find(o.deps.begin(), o.deps.end(), before) == o.deps.end()) {
+    o.deps.push_back(before);
+    boost::add_edge(before, after, graph);
+  }
+}
+
+const StageCost& StepPlan::stage_of(const PlanOp& op) const {
+  if (op.kind == OpKind::h2d || op.block < 0 || op.stage < 0 || op.block >= int(cost.blocks.size()) ||
+      op.stage >= int(cost.blocks[op.block].stages.size()))
+    throw std::logic_error("StepPlan::stage_of: op " + op.name + " runs no stage");
+  return cost.blocks[op.block].stages[op.stage];
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::logic_error("invalid StepPlan: " + what); }
+
+}  // namespace
+
+void validate(const StepPlan& plan) {
+  const int n = static_cast<int>(plan.ops.size());
+  if (int(boost::num_vertices(plan.graph)) != n) fail("graph has a vertex count different from the op count");
+
+  // Acyclic (boost throws not_a_dag).
+  std::vector<int> order;
+  try {
+    boost::topological_sort(plan.graph, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    fail("the dependency graph has a cycle");
+  }
+
+  // The graph matches each op's deps; data_deps ⊆ deps.
+  std::size_t dep_count = 0;
+  for (const auto& op : plan.ops) {
+    if (op.id < 0 || op.id >= n || &plan.ops[op.id] != &op) fail("op ids are not their indices");
+    for (int d : op.deps) {
+      if (d < 0 || d >= n) fail(op.name + " depends on a missing op " + std::to_string(d));
+      if (!boost::edge(d, op.id, plan.graph).second) fail(op.name + ": dependency missing from the graph");
+    }
+    for (int d : op.data_deps)
+      if (std::find(op.deps.begin(), op.deps.end(), d) == op.deps.end()) fail(op.name + ": data dep not in deps");
+    dep_count += op.deps.size();
+  }
+  if (dep_count != boost::num_edges(plan.graph)) fail("graph has edges no op lists");
+
+  // Lane order: each op depends on the previous op of its (rank, lane), and ops are issued in a
+  // topological order within a rank (the harness enqueues them in that order).
+  std::map<std::pair<int, Lane>, int> last_on_lane;
+  for (const auto& op : plan.ops) {
+    auto key = std::make_pair(op.rank, op.lane);
+    auto it = last_on_lane.find(key);
+    if (it != last_on_lane.end() &&
+        std::find(op.deps.begin(), op.deps.end(), it->second) == op.deps.end())
+      fail(op.name + " does not follow " + plan.ops[it->second].name + " on its lane");
+    last_on_lane[key] = op.id;
+    for (int d : op.deps)
+      if (d > op.id && plan.ops[d].rank == op.rank) fail(op.name + " is issued before its dependency " + plan.ops[d].name);
+  }
+
+  // Weights: every compute op of a linear depends on every chunk that holds part of its weights.
+  // Chunk coverage is [src_offset, src_offset + bytes) of the block's layout; a linear covers
+  // [weight_offset, weight_offset + weight_bytes); the last linear of a block also covers the
+  // block's tail (non-linear parameters), as runtime/policy.cpp defines.
+  std::map<std::tuple<int, int, int>, std::vector<int>> chunks;  // (rank, step, block) → h2d ops
+  for (const auto& op : plan.ops)
+    if (op.kind == OpKind::h2d) chunks[{op.rank, op.step, op.block}].push_back(op.id);
+  for (const auto& op : plan.ops) {
+    if (op.kind != OpKind::compute || op.stage < 0) continue;
+    const StageCost& st = plan.stage_of(op);
+    if (st.stage.kind != BlockStage::Kind::linear) continue;
+    auto it = chunks.find({op.rank, op.step, op.block});
+    if (it == chunks.end()) continue;
+    const BlockCost& block = plan.cost.blocks[op.block];
+    double lo = st.weight_offset_bytes, hi = st.weight_offset_bytes + st.weight_bytes;
+    bool last_linear = true;
+    for (std::size_t s = op.stage + 1; s < block.stages.size(); ++s)
+      if (block.stages[s].stage.kind == BlockStage::Kind::linear) last_linear = false;
+    if (last_linear) hi = std::max(hi, block.weight_bytes);
+    for (int c : it->second) {
+      const PlanOp& ch = plan.ops[c];
+      if (ch.src_offset_bytes < hi && ch.src_offset_bytes + ch.bytes > lo &&
+          std::find(op.data_deps.begin(), op.data_deps.end(), c) == op.data_deps.end())
+        fail(op.name + " does not wait for " + ch.name + ", which holds part of its weights");
+    }
+  }
+
+  // Memory balances per rank; a slot is refilled only after the op that frees its previous chunk.
+  std::map<int, double> balance;
+  for (const auto& op : plan.ops) balance[op.rank] += op.alloc_bytes - op.free_bytes;
+  for (auto [rank, b] : balance)
+    if (std::abs(b) > 1.0) fail("memory does not balance on rank " + std::to_string(rank) + " (" + std::to_string(b) + " bytes)");
+  // Readers of each chunk are compute ops of its rank's FIFO compute lane, so the last one in
+  // issue order is the last to finish.
+  std::vector<int> last_reader(n, -1);
+  for (const auto& op : plan.ops)
+    if (op.kind == OpKind::compute)
+      for (int d : op.data_deps)
+        if (plan.ops[d].kind == OpKind::h2d) last_reader[d] = std::max(last_reader[d], op.id);
+  std::map<std::pair<int, int>, int> slot_holder;  // (rank, slot) → h2d op now holding it
+  for (const auto& op : plan.ops) {
+    if (op.kind != OpKind::h2d) continue;
+    if (op.slot < 0 || op.slot >= plan.info.slot_count) fail(op.name + " has no valid slot");
+    if (op.bytes > plan.info.slot_bytes + 0.5) fail(op.name + " is larger than a slot");
+    if (last_reader[op.id] < 0) fail(op.name + " is read by no compute op");
+    auto key = std::make_pair(op.rank, op.slot);
+    auto it = slot_holder.find(key);
+    if (it != slot_holder.end()) {
+      const int reader = last_reader[it->second];
+      if (std::find(op.data_deps.begin(), op.data_deps.end(), reader) == op.data_deps.end())
+        fail(op.name + " refills slot " + std::to_string(op.slot) + " without waiting for " + plan.ops[reader].name +
+             ", the last reader of " + plan.ops[it->second].name);
+    }
+    slot_holder[key] = op.id;
+  }
+
+  // Collective groups: one op per executed rank.
+  std::map<int, std::set<int>> groups;
+  for (const auto& op : plan.ops)
+    if (op.kind == OpKind::collective) {
+      if (op.collective_group < 0) fail(op.name + " belongs to no collective group");
+      if (!groups[op.collective_group].insert(op.rank).second) fail(op.name + ": two ops of one rank in a group");
+    }
+  for (const auto& [g, ranks] : groups)
+    if (int(ranks.size()) != plan.info.ranks) fail("collective group " + std::to_string(g) + " misses ranks");
+}
+
+}  // namespace chunkflow
