@@ -1,0 +1,341 @@
+#include "sim/cli.hpp"
+
+#include <omp.h>
+#include <sys/wait.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <chunkflow_version.hpp>
+
+#include "model/analytical.hpp"
+#include "model/error.hpp"
+#include "runtime/scenario.hpp"
+#include "sim/executor.hpp"
+#include "sim/report.hpp"
+#include "sim/sweep.hpp"
+#include "traces/chrome_trace.hpp"
+
+#ifndef CHUNKFLOW_SOURCE_DIR_FOR_SCRIPTS
+#define CHUNKFLOW_SOURCE_DIR_FOR_SCRIPTS ""
+#endif
+
+namespace chunkflow {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string find_script(const CliContext& context, const std::string& name) {
+  for (const fs::path& dir : {fs::path(CHUNKFLOW_SOURCE_DIR_FOR_SCRIPTS) / "scripts",
+                             fs::path(context.program_dir) / ".." / "scripts", fs::path("scripts")}) {
+    std::error_code ec;
+    if (!dir.empty() && fs::exists(dir / name, ec)) return (dir / name).string();
+  }
+  return "";
+}
+
+int run_python(const std::string& script, const std::vector<std::string>& args) {
+  std::string cmd = "/usr/bin/python3 '" + script + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  const int status = std::system(cmd.c_str());
+  if (status == -1) return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+namespace {
+
+/// Splits "a,b,c".
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double parse_positive(const std::string& text, const std::string& field, const std::string& what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(v > 0) || !std::isfinite(v))
+    throw InputError("", field, "expected " + what + ", got \"" + text + "\"");
+  return v;
+}
+
+std::optional<double> parse_fraction(const std::string& text, const std::string& field) {
+  if (text == "auto") return std::nullopt;
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(v >= 0 && v <= 1))
+    throw InputError("", field, "expected numbers in [0, 1] or auto, got \"" + text + "\"");
+  return v;
+}
+
+std::string gib(double bytes) { return fixed(bytes / kGiB, 2); }
+std::string ms(double s) { return fixed(s * 1e3, 2); }
+
+/// The sweep table with a units row, and the slowdown against no-offload when it is in the rows.
+std::string sweep_table(const std::vector<SweepRow>& rows) {
+  double base = 0;
+  for (const auto& r : rows)
+    if (r.plan.policy == "no-offload") base = r.summary.step_time_s;
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    const StepSummary& m = r.summary;
+    std::string resident = fixed(r.plan.resident_fraction, 2) + (r.plan.resident_fraction_auto ? " (auto)" : "");
+    cells.push_back({r.plan.policy, r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 0) : "-",
+                     resident, ms(m.step_time_s), base > 0 ? fixed(m.step_time_s / base, 3) : "-",
+                     ms(m.prefetch_stall_s), ms(m.collective_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes)});
+  }
+  return format_table({"policy", "chunk", "resident", "step_time", "vs_no_offload", "prefetch_stall", "collective",
+                       "h2d", "peak_memory"},
+                      {"", "MiB", "fraction", "ms", "x", "ms", "ms", "GiB", "GiB"}, cells);
+}
+
+json sweep_json(const CliContext& context, const Scenario& scenario, const AnalyticalResult& a,
+                const std::vector<SweepRow>& rows, int shard_index, int shard_count) {
+  json j = json::object();
+  j["context"] = context_block(context.command_line);
+  j["scenario"] = scenario_json(scenario);
+  j["analytical"] = {{"critical_flop", a.critical_flop},
+                     {"block_flop", a.block_flop},
+                     {"regime", a.regime},
+                     {"auto_resident_fraction", a.auto_resident_fraction}};
+  j["shard"] = {{"index", shard_index}, {"count", shard_count}};
+  json arr = json::array();
+  for (const auto& r : rows) {
+    const StepSummary& m = r.summary;
+    arr.push_back({{"config_index", r.config_index},
+                   {"policy", r.plan.policy},
+                   {"chunk_bytes", r.plan.chunk_bytes},
+                   {"resident_fraction", r.plan.resident_fraction},
+                   {"resident_fraction_auto", r.plan.resident_fraction_auto},
+                   {"lookahead", r.plan.lookahead},
+                   {"step_time_s", m.step_time_s},
+                   {"peak_memory_bytes", m.peak_memory_bytes},
+                   {"compute_time_s", m.compute_time_s},
+                   {"h2d_time_s", m.h2d_time_s},
+                   {"prefetch_stall_s", m.prefetch_stall_s},
+                   {"collective_time_s", m.collective_time_s},
+                   {"h2d_bytes", m.h2d_bytes},
+                   {"ops", r.ops},
+                   {"events", r.events}});
+  }
+  j["rows"] = arr;
+  return j;
+}
+
+struct SweepOptions {
+  ScenarioOptions scenario;
+  std::string policies = "no-offload,layerwise,chunkflow";
+  std::string chunk_mib = "8,16,32,64,128,256";
+  std::string resident_fractions = "auto,0,0.25,0.5,0.75,1";
+  int lookahead = 1;
+  int steps = 2;
+  std::string shard = "0/1";
+  std::string out_dir = "out";
+  bool json_stdout = false;
+  bool plot = true;
+  int threads = 0;
+};
+
+SweepGrid grid_from(const SweepOptions& o) {
+  SweepGrid g;
+  g.policies = split_list(o.policies);
+  const auto known = policy_names();
+  if (g.policies.empty()) throw InputError("", "--policies", "expected a comma-separated list of policies");
+  for (const auto& p : g.policies)
+    if (std::find(known.begin(), known.end(), p) == known.end())
+      throw InputError("", "--policies", "expected no-offload, layerwise or chunkflow, got \"" + p + "\"");
+  g.chunk_mib.clear();
+  for (const auto& c : split_list(o.chunk_mib)) g.chunk_mib.push_back(parse_positive(c, "--chunk-mib-list", "chunk sizes > 0 MiB"));
+  if (g.chunk_mib.empty()) throw InputError("", "--chunk-mib-list", "expected a comma-separated list of sizes > 0 MiB");
+  g.resident_fractions.clear();
+  for (const auto& r : split_list(o.resident_fractions)) g.resident_fractions.push_back(parse_fraction(r, "--resident-fractions"));
+  if (g.resident_fractions.empty()) throw InputError("", "--resident-fractions", "expected a comma-separated list");
+  if (o.lookahead < 1) throw InputError("", "--lookahead", "expected an integer ≥ 1, got " + std::to_string(o.lookahead));
+  if (o.steps < 2) throw InputError("", "--steps", "expected an integer ≥ 2 (the last step is the steady state), got " + std::to_string(o.steps));
+  g.lookahead = o.lookahead;
+  g.steps = o.steps;
+  return g;
+}
+
+/// Runs a sweep and writes its outputs; shared by `sweep` and the main job.
+int do_sweep(const CliContext& context, const SweepOptions& o) {
+  const Scenario scenario = resolve_scenario(o.scenario);
+  const SweepGrid grid = grid_from(o);
+  const auto [shard_index, shard_count] = parse_shard(o.shard);
+  if (o.threads < 0) throw InputError("", "--threads", "expected ≥ 0 (0 = every core)");
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const auto configs = sweep_configs(grid);
+  const AnalyticalResult a = analyze(forward_cost(scenario.workload), scenario.node, scenario.workload.ulysses_degree);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto rows = run_sweep(scenario, configs, shard_index, shard_count);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const json j = sweep_json(context, scenario, a, rows, shard_index, shard_count);
+  if (o.json_stdout) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    const Workload& w = scenario.workload;
+    std::cout << "scenario " << scenario.name << ": " << w.model << " " << w.height << "x" << w.width << "x" << w.frames
+              << ", batch " << w.batch << ", Ulysses " << w.ulysses_degree << " on " << scenario.node.id << "\n";
+    std::cout << "analytical model: per-block " << fixed(a.block_flop / 1e12, 2) << " TFLOP per rank, critical "
+              << fixed(a.critical_flop / 1e12, 2) << " TFLOP -> " << a.regime << "; auto resident fraction "
+              << fixed(a.auto_resident_fraction, 3) << "\n\n";
+    std::cout << sweep_table(rows);
+  }
+  if (!o.out_dir.empty()) {
+    fs::create_directories(o.out_dir);
+    const std::string suffix = shard_count > 1 ? ".shard" + std::to_string(shard_index) + "of" + std::to_string(shard_count) : "";
+    const std::string csv = (fs::path(o.out_dir) / ("sweep" + suffix + ".csv")).string();
+    const std::string js = (fs::path(o.out_dir) / ("sweep" + suffix + ".json")).string();
+    write_file_atomic(csv, sweep_csv(scenario, rows));
+    write_file_atomic(js, j.dump(2) + "\n");
+    std::string png;
+    if (o.plot && shard_count == 1) {
+      png = (fs::path(o.out_dir) / "sweep.png").string();
+      const std::string script = find_script(context, "plot_sweep.py");
+      const int rc = script.empty() ? 127 : run_python(script, {csv, png});
+      if (rc != 0) {
+        std::cerr << "chunkflow: warning: no plot (scripts/plot_sweep.py with /usr/bin/python3 and matplotlib; exit "
+                  << rc << "); run scripts/setup.sh\n";
+        png.clear();
+      }
+    }
+    if (!o.json_stdout)
+      std::cout << "\nwrote " << csv << ", " << js << (png.empty() ? "" : ", " + png) << " (" << rows.size()
+                << " configurations in " << fixed(wall_s, 3) << " s on " << omp_get_max_threads() << " threads)\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_main_job(const CliContext& context, const std::string& out_dir) {
+  SweepOptions o;
+  o.out_dir = out_dir;
+  return do_sweep(context, o);
+}
+
+void register_simulator_commands(CLI::App& app, const CliContext& context) {
+  // ---- model ------------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand("model", "Shapes, FLOPs, bytes and the first-order analytical model of a scenario");
+    auto opts = std::make_shared<ScenarioOptions>();
+    auto json_out = std::make_shared<bool>(false);
+    add_scenario_options(*cmd, *opts, false, false);
+    cmd->add_flag("--json", *json_out, "Print one JSON object");
+    cmd->callback([opts, json_out, context] {
+      const Scenario s = resolve_scenario(*opts);
+      const ForwardCost cost = forward_cost(s.workload);
+      const AnalyticalResult a = analyze(cost, s.node, s.workload.ulysses_degree);
+      json j = model_json(s, cost, a);
+      j["context"] = context_block(context.command_line);
+      if (*json_out) {
+        std::cout << j.dump(2) << "\n";
+        return;
+      }
+      const DitArchitecture& arch = architecture(s.workload.model);
+      std::cout << arch.display_name << " (" << arch.id << "): " << arch.params_total() << " parameters, "
+                << gib(cost.weight_bytes) << " GiB bf16, " << arch.block_count() << " blocks\n"
+                << "workload: " << s.workload.height << "x" << s.workload.width << "x" << s.workload.frames << ", batch "
+                << s.workload.batch << ", Ulysses " << s.workload.ulysses_degree << " on " << s.node.id << ": "
+                << cost.tokens.video << " video + " << cost.tokens.text << " text tokens\n"
+                << "per rank and forward: " << fixed(cost.flop / 1e12, 2) << " TFLOP\n\n";
+      std::cout << format_table(
+          {"quantity", "value", "unit"}, {"", "", ""},
+          {{"block FLOPs per rank (F_block)", fixed(a.block_flop / 1e12, 3), "TFLOP"},
+           {"block weights (B_pref)", fixed(a.block_weight_bytes / kMiB, 1), "MiB"},
+           {"collective bytes in per block", fixed(a.collective_inbound_bytes / kMiB, 1), "MiB"},
+           {"T_comp per block", ms(a.compute_time_s), "ms"},
+           {"T_pref per block", ms(a.prefetch_time_s), "ms"},
+           {"eta_comp * P_peak", fixed(a.effective_gemm_flop_per_s / 1e12, 1), "TFLOP/s"},
+           {"eta_pref * BW_h2d", fixed(a.h2d_bytes_per_s / 1e9, 1), "GB/s"},
+           {"critical workload F*", fixed(a.critical_flop / 1e12, 3), "TFLOP"},
+           {"hideable prefetch per block", fixed(a.hideable_bytes / kMiB, 1), "MiB"},
+           {"regime", a.regime, ""},
+           {"auto resident fraction", fixed(a.auto_resident_fraction, 3), ""}});
+    });
+  }
+  // ---- simulate ---------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand("simulate", "Simulate one policy on one scenario");
+    auto opts = std::make_shared<ScenarioOptions>();
+    auto trace = std::make_shared<std::string>();
+    auto json_out = std::make_shared<bool>(false);
+    add_scenario_options(*cmd, *opts, true, true);
+    cmd->add_option("--trace", *trace, "Write a Chrome trace (Perfetto) to this file");
+    cmd->add_flag("--json", *json_out, "Print one JSON object");
+    cmd->callback([opts, trace, json_out, context] {
+      const Scenario s = resolve_scenario(*opts);
+      const StepPlan plan = build_plan(s.workload, s.node, s.policy);
+      validate(plan);
+      SimOptions so;
+      so.record_links = !trace->empty();
+      SimResult r = simulate(plan, s.node, so);
+      json j = simulate_json(s, plan, r);
+      j["context"] = context_block(context.command_line);
+      if (!trace->empty()) {
+        r.timeline.context = {{"tool", "chunkflow"},
+                              {"version", kVersion},
+                              {"git_revision", kGitRevision},
+                              {"command_line", context.command_line},
+                              {"source", "simulator"},
+                              {"scenario", s.name}};
+        std::ostringstream out;
+        write_chrome_trace(r.timeline, out);
+        write_file_atomic(*trace, out.str());
+      }
+      if (*json_out) {
+        std::cout << j.dump(2) << "\n";
+        return;
+      }
+      const StepSummary& m = r.summary;
+      std::cout << s.name << ": " << plan.info.policy << ", chunk " << fixed(plan.info.chunk_bytes / kMiB, 1)
+                << " MiB, resident fraction " << fixed(plan.info.resident_fraction, 3)
+                << (plan.info.resident_fraction_auto ? " (auto)" : "") << ", lookahead " << plan.info.lookahead << "\n\n"
+                << format_table({"step_time", "compute", "prefetch_stall", "collective", "h2d_busy", "h2d", "peak_memory"},
+                                {"ms", "ms", "ms", "ms", "ms", "GiB", "GiB"},
+                                {{ms(m.step_time_s), ms(m.compute_time_s), ms(m.prefetch_stall_s), ms(m.collective_time_s),
+                                  ms(m.h2d_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes)}});
+      if (!trace->empty()) std::cout << "\nwrote " << *trace << "\n";
+    });
+  }
+  // ---- sweep ------------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand("sweep", "Simulate policies over chunk sizes and resident fractions (every core)");
+    auto o = std::make_shared<SweepOptions>();
+    add_scenario_options(*cmd, o->scenario, false, false);
+    cmd->add_option("--policies", o->policies, "Comma-separated policies")->capture_default_str();
+    cmd->add_option("--chunk-mib-list", o->chunk_mib, "Comma-separated chunk sizes in MiB (chunkflow)")->capture_default_str();
+    cmd->add_option("--resident-fractions", o->resident_fractions, "Comma-separated fractions in [0, 1] or auto")
+        ->capture_default_str();
+    cmd->add_option("--lookahead", o->lookahead, "Prefetch lookahead in blocks")->capture_default_str();
+    cmd->add_option("--steps", o->steps, "Steps planned per configuration (≥ 2)")->capture_default_str();
+    cmd->add_option("--shard", o->shard, "I/N: run configurations k with k mod N == I (array jobs)")->capture_default_str();
+    cmd->add_option("--out", o->out_dir, "Output folder (sweep.csv, sweep.json, sweep.png)")->capture_default_str();
+    cmd->add_option("--threads", o->threads, "OpenMP threads (0 = every core)");
+    cmd->add_flag("--json", o->json_stdout, "Print the JSON on stdout instead of the table");
+    cmd->add_flag("!--no-plot", o->plot, "Do not draw sweep.png");
+    cmd->callback([o, context] { do_sweep(context, *o); });
+  }
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,33 @@
+#pragma once
+// The `chunkflow` command line (CLI11). Each group of commands registers itself on the app; the
+// callbacks do the work. Library code throws; chunkflow_main.cpp maps errors to exit codes
+// (InputError → 2).
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace chunkflow {
+
+struct CliContext {
+  std::string command_line;   ///< the whole command line, for context blocks
+  std::string program_dir;    ///< folder of the executable (to find scripts/)
+};
+
+/// `model`, `simulate`, `sweep`, `bench`, and the main job (no subcommand).
+void register_simulator_commands(CLI::App& app, const CliContext& context);
+
+/// The main job: the default sweep of the embedded default scenario, table on stdout, CSV, JSON
+/// and PNG under `out_dir`.
+int run_main_job(const CliContext& context, const std::string& out_dir);
+
+/// Finds scripts/<name> (source tree recorded at build time, or beside the executable's parent).
+/// Returns "" if not found.
+std::string find_script(const CliContext& context, const std::string& name);
+
+/// Runs `/usr/bin/python3 script args...`; returns its exit status (127 if python3 is missing).
+int run_python(const std::string& script, const std::vector<std::string>& args);
+
+}  // namespace chunkflow

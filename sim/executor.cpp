@@ -1,0 +1,303 @@
+#include "sim/executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <vector>
+
+#include "model/analytical.hpp"
+#include "sim/maxmin.hpp"
+#include "sim/topology.hpp"
+
+namespace chunkflow {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+/// A flow with fewer bytes left than this is complete (absorbs rounding of rate × time).
+constexpr double kFlowDoneBytes = 1e-3;
+
+enum class EventKind { op_end, flows_start };
+
+struct Event {
+  double time_s;
+  uint64_t seq;
+  EventKind kind;
+  int target;  ///< op id (op_end, h2d flows_start) or collective group (flows_start of a group)
+  bool group;
+  bool operator>(const Event& o) const { return time_s != o.time_s ? time_s > o.time_s : seq > o.seq; }
+};
+
+struct ActiveFlow {
+  int solver_id;
+  double remaining_bytes;
+  int owner;   ///< op id or group id
+  bool group;  ///< owner is a collective group
+};
+
+class Simulation {
+ public:
+  Simulation(const StepPlan& plan, const NodeSpec& node, const SimOptions& options)
+      : plan_(plan), node_(node), options_(options), topology_(node, solver_) {
+    const int n = static_cast<int>(plan.ops.size());
+    pending_deps_.resize(n);
+    successors_.resize(n);
+    start_s_.assign(n, -1.0);
+    end_s_.assign(n, -1.0);
+    for (const auto& op : plan.ops) {
+      pending_deps_[op.id] = static_cast<int>(op.deps.size());
+      for (int d : op.deps) successors_[d].push_back(op.id);
+      if (op.kind == OpKind::collective) {
+        if (op.collective_group >= int(groups_.size())) groups_.resize(op.collective_group + 1);
+        groups_[op.collective_group].members.push_back(op.id);
+      }
+    }
+    memory_.assign(plan.info.ranks, plan.info.resident_weight_bytes + plan.info.activation_bytes);
+    peak_ = *std::max_element(memory_.begin(), memory_.end());
+    for (const auto& dir : topology_.link_directions()) {
+      link_names_.push_back(dir.link + "." + (dir.from == Topology::kHostVertex ? "h2d" : dir.to == Topology::kHostVertex ? "d2h" : dir.from + "->" + dir.to));
+      link_resources_.push_back(dir.resource);
+    }
+    link_rate_.assign(link_resources_.size(), 0.0);
+    link_since_.assign(link_resources_.size(), 0.0);
+  }
+
+  SimResult run() {
+    for (int r = 0; r < plan_.info.ranks; ++r) sample_memory(r);
+    for (const auto& op : plan_.ops)
+      if (pending_deps_[op.id] == 0) make_ready(op.id);
+    while (!events_.empty() || !flows_.empty()) {
+      const double event_t = events_.empty() ? kInf : events_.top().time_s;
+      double flow_t = kInf;
+      for (const auto& f : flows_) {
+        const double rate = solver_.rate(f.solver_id);
+        if (rate > 0) flow_t = std::min(flow_t, now_ + f.remaining_bytes / rate);
+      }
+      if (event_t == kInf && flow_t == kInf) throw std::logic_error("simulate: flows with zero rate and no events");
+      if (flow_t < event_t) {
+        advance_flows(flow_t);
+        finish_flows();
+      } else {
+        advance_flows(event_t);
+        Event e = events_.top();
+        events_.pop();
+        ++event_count_;
+        if (e.kind == EventKind::op_end) end_op(e.target);
+        else start_flows(e.target, e.group);
+      }
+    }
+    for (std::size_t i = 0; i < end_s_.size(); ++i)
+      if (end_s_[i] < 0) throw std::logic_error("simulate: deadlock, op " + plan_.ops[i].name + " never ran");
+    close_links();
+    return result();
+  }
+
+ private:
+  struct Group {
+    std::vector<int> members;
+    int ready = 0;
+    int open_flows = 0;
+  };
+
+  void push(double t, EventKind kind, int target, bool group) { events_.push({t, seq_++, kind, target, group}); }
+
+  void make_ready(int id) {
+    const PlanOp& op = plan_.ops[id];
+    if (op.kind == OpKind::collective) {
+      Group& g = groups_[op.collective_group];
+      if (++g.ready < int(g.members.size())) return;
+      for (int m : g.members) start_op(m);
+      push(now_ + node_.collective_latency_s, EventKind::flows_start, op.collective_group, true);
+      return;
+    }
+    start_op(id);
+    if (op.kind == OpKind::compute) {
+      const double d = op.stage >= 0 ? stage_compute_time_s(plan_.stage_of(op), node_) : 0.0;
+      push(now_ + d, EventKind::op_end, id, false);
+    } else {
+      push(now_ + node_.h2d_latency_s, EventKind::flows_start, id, false);
+    }
+  }
+
+  void start_op(int id) {
+    const PlanOp& op = plan_.ops[id];
+    start_s_[id] = now_;
+    ++event_count_;
+    if (op.alloc_bytes > 0) {
+      memory_[op.rank] += op.alloc_bytes;
+      peak_ = std::max(peak_, memory_[op.rank]);
+      sample_memory(op.rank);
+    }
+  }
+
+  void end_op(int id) {
+    const PlanOp& op = plan_.ops[id];
+    end_s_[id] = now_;
+    if (op.free_bytes > 0) {
+      memory_[op.rank] -= op.free_bytes;
+      sample_memory(op.rank);
+    }
+    for (int s : successors_[id])
+      if (--pending_deps_[s] == 0) make_ready(s);
+  }
+
+  void add_flow(const std::string& src, const std::string& dst, double bytes, double bound, int owner, bool group) {
+    const int id = solver_.add_flow(topology_.route(src, dst), bound);
+    flows_.push_back({id, bytes, owner, group});
+  }
+
+  void start_flows(int target, bool group) {
+    if (!group) {
+      const PlanOp& op = plan_.ops[target];
+      add_flow(Topology::kHostVertex, Topology::gpu_vertex(op.rank), op.bytes, node_.copy_engine_bytes_per_s, target, false);
+    } else {
+      Group& g = groups_[target];
+      const PlanOp& first = plan_.ops[g.members.front()];
+      const double buffer = first.bytes;
+      const int P = plan_.workload.ulysses_degree;
+      const double cap = node_.collective_flow_bytes_per_s;
+      if (node_.collective == CollectiveBackend::pcie_proxy) {
+        const double bytes = buffer * (P - 1) / P;
+        add_flow(Topology::gpu_vertex(0), Topology::kHostVertex, bytes, cap, target, true);
+        add_flow(Topology::kHostVertex, Topology::gpu_vertex(0), bytes, cap, target, true);
+        g.open_flows = 2;
+      } else {
+        for (int a = 0; a < P; ++a)
+          for (int b = 0; b < P; ++b)
+            if (a != b) {
+              add_flow(Topology::gpu_vertex(a), Topology::gpu_vertex(b), buffer / P, cap, target, true);
+              ++g.open_flows;
+            }
+      }
+      if (g.open_flows == 0) {  // P == 1 never plans a collective; kept for robustness
+        for (int m : g.members) end_op(m);
+        return;
+      }
+    }
+    resolve();
+  }
+
+  void advance_flows(double t) {
+    const double dt = t - now_;
+    if (dt > 0)
+      for (auto& f : flows_) f.remaining_bytes -= solver_.rate(f.solver_id) * dt;
+    now_ = t;
+  }
+
+  void finish_flows() {
+    // Every flow whose bytes are (numerically) done completes now.
+    std::vector<ActiveFlow> done;
+    double min_left = kInf;
+    std::size_t min_i = 0;
+    for (std::size_t i = 0; i < flows_.size(); ++i)
+      if (flows_[i].remaining_bytes < min_left) min_left = flows_[i].remaining_bytes, min_i = i;
+    flows_[min_i].remaining_bytes = 0;  // the flow that defined this instant, exactly
+    for (std::size_t i = 0; i < flows_.size();) {
+      if (flows_[i].remaining_bytes <= kFlowDoneBytes) {
+        done.push_back(flows_[i]);
+        solver_.remove_flow(flows_[i].solver_id);
+        flows_[i] = flows_.back();
+        flows_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    ++event_count_;
+    resolve();
+    for (const auto& f : done) {
+      if (!f.group) {
+        end_op(f.owner);
+      } else if (--groups_[f.owner].open_flows == 0) {
+        for (int m : groups_[f.owner].members) end_op(m);
+      }
+    }
+  }
+
+  void resolve() {
+    solver_.solve();
+    if (!options_.record_links) return;
+    for (std::size_t i = 0; i < link_resources_.size(); ++i) {
+      const double rate = solver_.load(link_resources_[i]);
+      if (rate == link_rate_[i]) continue;
+      if (link_rate_[i] > 0 && now_ > link_since_[i])
+        links_.push_back({link_names_[i], link_since_[i], now_, link_rate_[i]});
+      link_rate_[i] = rate;
+      link_since_[i] = now_;
+    }
+  }
+
+  void close_links() {
+    if (!options_.record_links) return;
+    for (std::size_t i = 0; i < link_resources_.size(); ++i)
+      if (link_rate_[i] > 0 && now_ > link_since_[i]) links_.push_back({link_names_[i], link_since_[i], now_, link_rate_[i]});
+  }
+
+  void sample_memory(int rank) {
+    if (options_.record_memory) samples_.push_back({rank, now_, memory_[rank]});
+  }
+
+  SimResult result() {
+    SimResult r;
+    Timeline& t = r.timeline;
+    t.source = "simulator";
+    t.steps = plan_.info.steps;
+    t.ranks = plan_.info.ranks;
+    t.rows.reserve(plan_.ops.size());
+    for (const auto& op : plan_.ops) {
+      TimelineRow row;
+      row.op_id = op.id;
+      row.name = op.name;
+      row.kind = op.kind;
+      row.lane = op.lane;
+      row.rank = op.rank;
+      row.step = op.step;
+      row.block = op.block;
+      row.start_s = start_s_[op.id];
+      row.end_s = end_s_[op.id];
+      row.bytes = op.bytes;
+      row.flop = op.flop;
+      row.deps = op.data_deps;
+      t.rows.push_back(std::move(row));
+    }
+    t.memory = std::move(samples_);
+    if (t.memory.empty())  // the summary's peak comes from the samples: keep the peak at least
+      t.memory.push_back({0, 0.0, peak_});
+    t.links = std::move(links_);
+    r.summary = summarize(t);
+    r.events = event_count_;
+    r.peak_memory_bytes = peak_;
+    return r;
+  }
+
+  const StepPlan& plan_;
+  const NodeSpec& node_;
+  SimOptions options_;
+  MaxMinSolver solver_;
+  Topology topology_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  uint64_t event_count_ = 0;
+  double now_ = 0;
+  std::vector<int> pending_deps_;
+  std::vector<std::vector<int>> successors_;
+  std::vector<double> start_s_, end_s_;
+  std::vector<Group> groups_;
+  std::vector<ActiveFlow> flows_;
+  std::vector<double> memory_;
+  double peak_ = 0;
+  std::vector<MemorySample> samples_;
+  std::vector<std::string> link_names_;
+  std::vector<int> link_resources_;
+  std::vector<double> link_rate_, link_since_;
+  std::vector<LinkSample> links_;
+};
+
+}  // namespace
+
+SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
+  return Simulation(plan, node, options).run();
+}
+
+}  // namespace chunkflow

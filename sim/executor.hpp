@@ -1,0 +1,44 @@
+#pragma once
+// The simulator executor: runs a StepPlan in virtual time on a NodeSpec and returns the same
+// Timeline type the hardware harness measures (shared/DESIGN.md "One plan, two executors").
+//
+// Model (shared/DESIGN.md "The physics the simulator models"; systems-and-hardware.md §3, §5):
+//  - Each (rank, lane) is serial: the plan's lane-order dependencies make it so.
+//  - An op starts when all its dependencies have ended; a collective starts when every rank's op
+//    of its group can start (a barrier), as NCCL's all-to-all does.
+//  - Compute op time: model/analytical.hpp stage_compute_time_s (FLOPs / (η · peak), HBM bound for
+//    small GEMMs, plus a launch cost).
+//  - H2D op: h2d_latency_s, then one flow host→gpu<rank> capped at copy_engine_bytes_per_s.
+//  - All-to-all (per-rank buffer S, degree P): collective_latency_s, then per-peer flows capped at
+//    collective_flow_bytes_per_s: host_staged: S/P bytes from every rank to every other rank, routed
+//    src→host→dst; pcie_proxy: (P−1)/P·S out to the host and (P−1)/P·S back. It ends with its last flow.
+//  - Flows share link directions (and duplex constraints) max-min fairly (sim/maxmin.hpp), with
+//    rates recomputed at every flow start and end.
+//  - Events are ordered by (time, sequence number): identical input gives identical output.
+//  - Memory per rank: resident weights + activations, + alloc_bytes at an op's start, − free_bytes
+//    at its end; sampled at every change.
+#include <cstdint>
+
+#include "model/node.hpp"
+#include "runtime/step_plan.hpp"
+#include "traces/timeline.hpp"
+
+namespace chunkflow {
+
+struct SimOptions {
+  bool record_links = true;   ///< per-link throughput samples for the trace (off in sweeps)
+  bool record_memory = true;  ///< memory samples (the peak is tracked either way)
+};
+
+struct SimResult {
+  Timeline timeline;
+  StepSummary summary;
+  uint64_t events = 0;        ///< events processed (op starts/ends, flow starts/ends)
+  double peak_memory_bytes = 0;
+};
+
+/// Simulates `plan` on `node`. The plan must be valid (runtime validate()); throws
+/// std::logic_error if execution deadlocks (a plan bug).
+SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options = {});
+
+}  // namespace chunkflow

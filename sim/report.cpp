@@ -1,0 +1,189 @@
+#include "sim/report.hpp"
+
+#include <chunkflow_version.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace chunkflow {
+
+using nlohmann::json;
+
+json context_block(const std::string& command_line) {
+  json c = json::object();
+  c["tool"] = "chunkflow";
+  c["version"] = kVersion;
+  c["git_revision"] = kGitRevision;
+  c["command_line"] = command_line;
+  c["source"] = "simulator";
+  return c;
+}
+
+json scenario_json(const Scenario& s) {
+  json j = json::object();
+  j["name"] = s.name;
+  j["file"] = s.file;
+  const NodeSpec& n = s.node;
+  json node = json::object();
+  node["id"] = n.id;
+  node["gpu_count"] = n.gpu_count;
+  node["gpu_name"] = n.gpu_name;
+  node["peak_flop_per_s"] = n.peak_flop_per_s;
+  node["hbm_bytes_per_s"] = n.hbm_bytes_per_s;
+  node["gpu_memory_bytes"] = n.gpu_memory_bytes;
+  node["gemm_efficiency"] = n.gemm_efficiency;
+  node["attention_efficiency"] = n.attention_efficiency;
+  node["compute_launch_s"] = n.compute_launch_s;
+  node["copy_engine_bytes_per_s"] = n.copy_engine_bytes_per_s;
+  node["h2d_latency_s"] = n.h2d_latency_s;
+  node["collective"] = n.collective == CollectiveBackend::pcie_proxy ? "pcie-proxy" : "host-staged";
+  node["collective_flow_bytes_per_s"] = n.collective_flow_bytes_per_s;
+  node["collective_latency_s"] = n.collective_latency_s;
+  json links = json::array();
+  for (const auto& l : n.links)
+    links.push_back({{"name", l.name}, {"a", l.a}, {"b", l.b}, {"a_to_b_bytes_per_s", l.a_to_b_bytes_per_s},
+                     {"b_to_a_bytes_per_s", l.b_to_a_bytes_per_s}, {"duplex_bytes_per_s", l.duplex_bytes_per_s}});
+  node["links"] = links;
+  j["node"] = node;
+  const Workload& w = s.workload;
+  j["workload"] = {{"model", w.model},   {"height", w.height}, {"width", w.width},
+                   {"frames", w.frames}, {"batch", w.batch},   {"ulysses_degree", w.ulysses_degree}};
+  return j;
+}
+
+json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResult& a) {
+  const DitArchitecture& arch = architecture(s.workload.model);
+  json j = json::object();
+  j["context"] = json::object();  // filled by the caller
+  j["scenario"] = scenario_json(s);
+  j["model"] = arch.id;
+  j["params_total"] = arch.params_total();
+  j["weight_bytes"] = cost.weight_bytes;
+  j["tokens"] = cost.tokens.video + cost.tokens.text;
+  j["video_tokens"] = cost.tokens.video;
+  j["text_tokens"] = cost.tokens.text;
+  j["blocks"] = arch.block_count();
+  j["flop_per_step"] = cost.flop;
+  j["activation_bytes"] = cost.activation_bytes;
+  double a2a = 0;
+  for (const auto& b : cost.blocks) a2a += b.all_to_all_bytes;
+  j["all_to_all_bytes_per_step"] = a2a;
+  json kinds = json::array();
+  for (std::size_t k = 0; k < arch.block_kinds.size(); ++k) {
+    for (const auto& b : cost.blocks)
+      if (b.kind == int(k)) {
+        kinds.push_back({{"kind", arch.block_kinds[k].name},
+                         {"count", arch.block_kinds[k].count},
+                         {"params", arch.block_kinds[k].params()},
+                         {"weight_bytes", b.weight_bytes},
+                         {"linear_flop", b.linear_flop},
+                         {"attention_flop", b.attention_flop},
+                         {"all_to_all_bytes", b.all_to_all_bytes}});
+        break;
+      }
+  }
+  j["block_kinds"] = kinds;
+  j["analytical"] = {{"block_flop", a.block_flop},
+                     {"block_weight_bytes", a.block_weight_bytes},
+                     {"collective_inbound_bytes", a.collective_inbound_bytes},
+                     {"compute_time_s", a.compute_time_s},
+                     {"prefetch_time_s", a.prefetch_time_s},
+                     {"effective_gemm_flop_per_s", a.effective_gemm_flop_per_s},
+                     {"h2d_bytes_per_s", a.h2d_bytes_per_s},
+                     {"hideable_bytes", a.hideable_bytes},
+                     {"auto_resident_fraction", a.auto_resident_fraction}};
+  j["critical_flop"] = a.critical_flop;
+  j["regime"] = a.regime;
+  return j;
+}
+
+json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) {
+  const StepSummary& m = r.summary;
+  const PlanInfo& i = plan.info;
+  json j = json::object();
+  j["context"] = json::object();
+  j["scenario"] = scenario_json(s);
+  j["policy"] = i.policy;
+  j["chunk_bytes"] = i.chunk_bytes;
+  j["resident_fraction"] = i.resident_fraction;
+  j["resident_fraction_auto"] = i.resident_fraction_auto;
+  j["lookahead"] = i.lookahead;
+  j["steps"] = i.steps;
+  j["ranks"] = i.ranks;
+  j["slot_count"] = i.slot_count;
+  j["slot_bytes"] = i.slot_bytes;
+  j["resident_weight_bytes"] = i.resident_weight_bytes;
+  j["offloaded_bytes_per_step"] = i.offloaded_bytes_per_step;
+  j["step"] = m.step;
+  j["step_time_s"] = m.step_time_s;
+  j["peak_memory_bytes"] = m.peak_memory_bytes;
+  j["compute_time_s"] = m.compute_time_s;
+  j["h2d_time_s"] = m.h2d_time_s;
+  j["comm_time_s"] = m.comm_time_s;
+  j["h2d_bytes"] = m.h2d_bytes;
+  j["prefetch_stall_s"] = m.prefetch_stall_s;
+  j["collective_time_s"] = m.collective_time_s;
+  j["ops"] = plan.ops.size();
+  j["events"] = r.events;
+  return j;
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (target.has_parent_path() && !fs::exists(target.parent_path()))
+    throw std::runtime_error(path + ": the folder " + target.parent_path().string() + " does not exist");
+  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw std::runtime_error(path + ": cannot write (" + tmp.string() + ")");
+    out << content;
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw std::runtime_error(path + ": write failed");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error(path + ": cannot rename the temporary file into place");
+  }
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::string>& units,
+                         const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size(), 0);
+  auto grow = [&](const std::vector<std::string>& r) {
+    for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  };
+  grow(header);
+  grow(units);
+  for (const auto& r : rows) grow(r);
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& r) {
+    for (std::size_t c = 0; c < width.size(); ++c) {
+      const std::string cell = c < r.size() ? r[c] : "";
+      const std::string pad(width[c] - cell.size(), ' ');
+      out << (c == 0 ? cell + pad : "  " + pad + cell);
+    }
+    out << '\n';
+  };
+  line(header);
+  line(units);
+  for (const auto& r : rows) line(r);
+  return out.str();
+}
+
+}  // namespace chunkflow

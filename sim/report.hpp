@@ -1,0 +1,42 @@
+#pragma once
+// Reporters: console tables, JSON and CSV for the simulator's results. Separate from computation
+// (STYLE.md). Simulator outputs are a pure function of their input: their context block has the
+// tool version, git revision, command line and inputs, but no host or date, so that the same input
+// gives byte-identical files.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/analytical.hpp"
+#include "runtime/scenario.hpp"
+#include "runtime/step_plan.hpp"
+#include "sim/executor.hpp"
+
+namespace chunkflow {
+
+/// {"tool": "chunkflow", "version", "git_revision", "command_line", "source": "simulator"}.
+nlohmann::json context_block(const std::string& command_line);
+
+/// The scenario as JSON (node id and the numeric parameters used, workload, policy).
+nlohmann::json scenario_json(const Scenario& s);
+
+/// `chunkflow model --json`: params_total, weight_bytes, tokens, flop_per_step (per rank, one
+/// forward), per-block figures and the analytical model (critical_flop, regime, ...).
+nlohmann::json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResult& a);
+
+/// `chunkflow simulate --json`: policy, step_time_s, peak_memory_bytes, compute_time_s, h2d_bytes,
+/// prefetch_stall_s, collective_time_s, plus the resolved policy parameters.
+nlohmann::json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r);
+
+/// Writes `content` to `path` through a temporary file in the same folder and a rename, so a
+/// failure leaves no partial file. Throws std::runtime_error naming the path.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+/// A console table with a header row and a units row; numbers right-aligned.
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::string>& units,
+                         const std::vector<std::vector<std::string>>& rows);
+
+/// Fixed-point formatting with `digits` decimals.
+std::string fixed(double v, int digits);
+
+}  // namespace chunkflow

@@ -1,0 +1,49 @@
+#pragma once
+// Sweeps: many policy configurations of one scenario, simulated in parallel (OpenMP), split into
+// shards for array jobs (--shard I/N: configuration k belongs to shard k mod N; the CSVs of all
+// shards concatenate, rows keyed by `config_index`).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/policy.hpp"
+#include "runtime/scenario.hpp"
+#include "sim/executor.hpp"
+
+namespace chunkflow {
+
+struct SweepGrid {
+  std::vector<std::string> policies = {"no-offload", "layerwise", "chunkflow"};
+  std::vector<double> chunk_mib = {8, 16, 32, 64, 128, 256};
+  /// nullopt = auto. Layerwise takes only the numeric ones (its "auto" is no resident block).
+  std::vector<std::optional<double>> resident_fractions = {std::nullopt, 0.0, 0.25, 0.5, 0.75, 1.0};
+  int lookahead = 1;
+  int steps = 2;
+};
+
+/// The configurations of a grid, in a fixed order: no-offload once; layerwise per numeric resident
+/// fraction; chunkflow per chunk size × resident fraction.
+std::vector<PolicyConfig> sweep_configs(const SweepGrid& grid);
+
+struct SweepRow {
+  int config_index = 0;
+  PolicyConfig config;
+  PlanInfo plan;            ///< resolved parameters (auto residency → number)
+  StepSummary summary;
+  uint64_t events = 0;
+  std::size_t ops = 0;
+};
+
+/// Parses "I/N" (0 ≤ I < N); throws InputError(field "--shard").
+std::pair<int, int> parse_shard(const std::string& text);
+
+/// Simulates the configurations of shard `shard_index` of `shard_count` on every core.
+/// Rows come back in config order, whatever the thread count.
+std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<PolicyConfig>& configs,
+                                int shard_index = 0, int shard_count = 1);
+
+/// CSV with a header line; one line per row (config_index first).
+std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& rows);
+
+}  // namespace chunkflow
