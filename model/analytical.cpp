@@ -1,0 +1,78 @@
+// The first-order analytical model of layerwise offload; formulas in model/analytical.hpp
+// (mission statement, issue 2 §2). Per-stage compute times follow DESIGN.md "The physics":
+// compute op time = FLOPs / (efficiency × peak), with a roofline floor on the weight read for
+// linears (the per-sample modulation GEMMs are memory-bound, dit-architectures.md §5 roofline note).
+#include "model/analytical.hpp"
+
+#include <algorithm>
+
+namespace chunkflow {
+
+double stage_compute_time_s(const StageCost& stage, const NodeSpec& node) {
+  switch (stage.stage.kind) {
+    case BlockStage::Kind::linear: {
+      // A calibrated per-shape table (model/calibration.hpp) holds the measured time, memory
+      // bound included: t = flop / (η(m) · peak) + launch.
+      if (const GemmEfficiencyTable* table = node.gemm_table(stage.gemm.k, stage.gemm.n))
+        return stage.flop / (table->efficiency_at(double(stage.gemm.m)) * node.peak_flop_per_s) + node.compute_launch_s;
+      const double math_s = stage.flop / (node.gemm_efficiency * node.peak_flop_per_s);
+      const double memory_s = stage.weight_bytes / node.hbm_bytes_per_s;
+      return std::max(math_s, memory_s) + node.compute_launch_s;
+    }
+    case BlockStage::Kind::attention:
+      return stage.flop / (node.attention_efficiency * node.peak_flop_per_s) + node.compute_launch_s;
+    case BlockStage::Kind::all_to_all:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+double block_compute_time_s(const BlockCost& block, const NodeSpec& node) {
+  double total = 0;
+  for (const StageCost& s : block.stages) total += stage_compute_time_s(s, node);
+  return total;
+}
+
+double collective_inbound_bytes(const BlockCost& block, int ulysses_degree) {
+  if (ulysses_degree <= 1) return 0.0;
+  double buffers = 0;
+  for (const StageCost& s : block.stages)
+    if (s.stage.kind == BlockStage::Kind::all_to_all) buffers += s.all_to_all_buffer_bytes;
+  return buffers * double(ulysses_degree - 1) / double(ulysses_degree);
+}
+
+AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree) {
+  AnalyticalResult r;
+  r.effective_gemm_flop_per_s = node.gemm_efficiency * node.peak_flop_per_s;
+  r.h2d_bytes_per_s = node.h2d_bytes_per_s(0);
+  if (cost.blocks.empty()) {
+    r.regime = "compute-bound";
+    return r;
+  }
+  for (const BlockCost& b : cost.blocks) {
+    const double compute_s = block_compute_time_s(b, node);
+    const double coll_in = collective_inbound_bytes(b, ulysses_degree);
+    // B_hide(b) = max(0, η_pref·BW_h2d·T_comp(b) − B_coll_in(b))
+    const double hide = std::max(0.0, r.h2d_bytes_per_s * compute_s - coll_in);
+    r.block_flop += b.flop();
+    r.block_weight_bytes += b.weight_bytes;
+    r.collective_inbound_bytes += coll_in;
+    r.compute_time_s += compute_s;
+    r.hideable_bytes += hide;
+    if (b.weight_bytes > 0)
+      r.auto_resident_fraction = std::max(r.auto_resident_fraction, std::clamp(1.0 - hide / b.weight_bytes, 0.0, 1.0));
+  }
+  const double n = double(cost.blocks.size());
+  r.block_flop /= n;
+  r.block_weight_bytes /= n;
+  r.collective_inbound_bytes /= n;
+  r.compute_time_s /= n;
+  r.hideable_bytes /= n;
+  r.prefetch_time_s = r.block_weight_bytes / r.h2d_bytes_per_s;
+  // F* = η_comp·P_peak·(B_pref + B_coll_in) / (η_pref·BW_h2d), on the means.
+  r.critical_flop = r.effective_gemm_flop_per_s * (r.block_weight_bytes + r.collective_inbound_bytes) / r.h2d_bytes_per_s;
+  r.regime = r.block_flop < r.critical_flop ? "prefetch-bound" : "compute-bound";
+  return r;
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,316 @@
+// Workloads → tokens, per-rank stage shapes, FLOPs and bytes.
+// Sources: shared/reference/dit-architectures.md §4 (tokens), §5 (FLOPs), §6 (Ulysses).
+//
+// Per-rank rows under Ulysses degree P (B = batch, S_v = video tokens, T = text tokens). All
+// sequence shards are rounded up (ceil), so every shape is an integer and the gathered sequence
+// after an all-to-all is P × the local shard, as when the sequence is padded to a multiple of P
+// (Wan text2video.py seq_len = ceil(S/P)·P). With S_v and T divisible by P the ceilings are exact.
+//   S_v_loc = ceil(S_v/P) = video_padded/P
+//   video scope  → B·S_v_loc
+//   text scope   → split: B·ceil(T/P); replicated (Hunyuan) and none (Wan cross K/V, computed
+//                  redundantly on every rank): B·T
+//   joint scope  → split: B·(S_v_loc + ceil(T/P)) (diffusers shards image and text tokens
+//                  separately); replicated: B·(S_v_loc + T); none: B·(S_v_loc + T)
+//   sample scope → B
+#include "model/workload.hpp"
+
+#include <algorithm>
+
+#include "model/error.hpp"
+
+namespace chunkflow {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string join_divisors(int n) {
+  std::string out;
+  for (int p = 1; p <= n; ++p)
+    if (n % p == 0) out += (out.empty() ? "" : ", ") + std::to_string(p);
+  return out;
+}
+
+// Local sequence shards of one rank (see the file comment).
+struct Shards {
+  int64_t batch = 1;
+  int p = 1;
+  int64_t video = 0;        ///< S_v
+  int64_t text = 0;         ///< T
+  int64_t video_local = 0;  ///< ceil(S_v/P)
+  int64_t text_local = 0;   ///< rows of text-scope linears on one rank (per sample)
+  int64_t joint_local = 0;  ///< rows of joint-scope linears on one rank (per sample)
+};
+
+Shards shards(const DitArchitecture& a, const TokenCounts& t, int p, int64_t batch) {
+  Shards s;
+  s.batch = batch;
+  s.p = p;
+  s.video = t.video;
+  s.text = t.text;
+  s.video_local = t.video_padded / p;
+  s.text_local = a.text_mode == UlyssesTextMode::split ? ceil_div(t.text, p) : t.text;
+  s.joint_local = s.video_local + s.text_local;
+  return s;
+}
+
+int64_t rows(const Shards& s, TokenScope scope) {
+  switch (scope) {
+    case TokenScope::video: return s.batch * s.video_local;
+    case TokenScope::text: return s.batch * s.text_local;
+    case TokenScope::joint: return s.batch * s.joint_local;
+    case TokenScope::sample: return s.batch;
+  }
+  return 0;
+}
+
+// Per-rank attention shape (dit-architectures.md §5, §6):
+//   Wan self:        heads H/P, q = kv = P·S_v_loc (= video_padded)
+//   Wan cross:       heads H (local), q = S_v_loc, kv = T
+//   joint, split:    heads H/P, q = kv = P·(S_v_loc + ceil(T/P))           (= S_v + T if divisible)
+//   joint, replicated (Hunyuan "rear", T_valid = T): heads H/P, q = P·(S_v_loc + T), kv = P·S_v_loc + T
+//                    (§6: 4·B·(S_v + P·T)·(S_v + T)·d/P)
+AttentionShape attention_shape(const DitArchitecture& a, const Shards& s, AttentionKind kind) {
+  AttentionShape at;
+  at.batch = s.batch;
+  at.head_dim = a.head_dim;
+  at.heads = a.heads / s.p;
+  switch (kind) {
+    case AttentionKind::self_video:
+      at.q_tokens = at.kv_tokens = s.p * s.video_local;
+      break;
+    case AttentionKind::cross_text:
+      at.heads = a.heads;
+      at.q_tokens = s.video_local;
+      at.kv_tokens = s.text;
+      break;
+    case AttentionKind::joint:
+      if (a.text_mode == UlyssesTextMode::replicated) {
+        at.q_tokens = s.p * (s.video_local + s.text);
+        at.kv_tokens = s.p * s.video_local + s.text;
+      } else {
+        at.q_tokens = at.kv_tokens = s.p * s.joint_local;
+      }
+      break;
+  }
+  return at;
+}
+
+// Local sequence length S_loc of one all-to-all buffer (§6): Wan S_v_loc; FLUX (split) the joint
+// shard; Hunyuan q and o S_v_loc + T (text queries/outputs ride along), k and v S_v_loc (text K/V
+// are sliced by head locally).
+int64_t all_to_all_local_tokens(const DitArchitecture& a, const Shards& s, AttentionKind kind, AllToAllTensor t) {
+  if (kind == AttentionKind::self_video) return s.video_local;
+  if (a.text_mode == UlyssesTextMode::replicated)
+    return (t == AllToAllTensor::q || t == AllToAllTensor::o) ? s.video_local + s.text : s.video_local;
+  return s.joint_local;
+}
+
+// The attention an all-to-all at program position `i` belongs to: the next attention stage
+// (q, k, v come before it), or the previous one for o.
+AttentionKind attention_of(const BlockKind& k, size_t i) {
+  const BlockStage& st = k.program[i];
+  if (st.tensor == AllToAllTensor::o) {
+    for (size_t j = i; j-- > 0;)
+      if (k.program[j].kind == BlockStage::Kind::attention) return k.program[j].attention;
+  } else {
+    for (size_t j = i + 1; j < k.program.size(); ++j)
+      if (k.program[j].kind == BlockStage::Kind::attention) return k.program[j].attention;
+  }
+  return AttentionKind::joint;
+}
+
+const char* attention_name(AttentionKind k) {
+  switch (k) {
+    case AttentionKind::self_video: return "attention.self";
+    case AttentionKind::cross_text: return "attention.cross";
+    case AttentionKind::joint: return "attention.joint";
+  }
+  return "attention";
+}
+
+const char* tensor_name(AllToAllTensor t) {
+  switch (t) {
+    case AllToAllTensor::q: return "all_to_all.q";
+    case AllToAllTensor::k: return "all_to_all.k";
+    case AllToAllTensor::v: return "all_to_all.v";
+    case AllToAllTensor::o: return "all_to_all.o";
+  }
+  return "all_to_all";
+}
+
+// One block of kind `k` as one rank runs it (block index filled in by the caller).
+BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards& s, int dtype_bytes) {
+  BlockCost b;
+  const double dt = double(dtype_bytes);
+  // Flat weight layout: linears in `linears` order, each weight then bias, other params last.
+  std::vector<double> offsets(k.linears.size(), 0.0);
+  double offset = 0;
+  for (size_t i = 0; i < k.linears.size(); ++i) {
+    offsets[i] = offset;
+    offset += double(k.linears[i].params()) * dt;
+  }
+  b.weight_bytes = double(k.params()) * dt;
+
+  for (size_t i = 0; i < k.program.size(); ++i) {
+    const BlockStage& st = k.program[i];
+    StageCost c;
+    c.stage = st;
+    switch (st.kind) {
+      case BlockStage::Kind::linear: {
+        const LinearSpec& l = k.linears[size_t(st.linear_index)];
+        c.name = l.name;
+        c.gemm = GemmShape{rows(s, l.scope), l.in_features, l.out_features};
+        c.flop = c.gemm.flop();
+        c.weight_bytes = double(l.params()) * dt;
+        c.weight_offset_bytes = offsets[size_t(st.linear_index)];
+        b.linear_flop += c.flop;
+        break;
+      }
+      case BlockStage::Kind::attention:
+        c.name = attention_name(st.attention);
+        c.attention = attention_shape(a, s, st.attention);
+        c.flop = c.attention.flop();
+        b.attention_flop += c.flop;
+        break;
+      case BlockStage::Kind::all_to_all: {
+        if (s.p == 1) continue;  // no communication without sequence parallelism
+        c.name = tensor_name(st.tensor);
+        const int64_t local = all_to_all_local_tokens(a, s, attention_of(k, i), st.tensor);
+        c.all_to_all_buffer_bytes = dt * double(s.batch) * double(local) * double(a.hidden);
+        b.all_to_all_bytes += c.all_to_all_buffer_bytes;
+        break;
+      }
+    }
+    b.stages.push_back(std::move(c));
+  }
+  return b;
+}
+
+// Per-rank activation/workspace estimate of one block kind, in bytes:
+//   dtype · B · rows_loc · (kResidentActivations · d + widest)         (token-parallel part)
+// + dtype · Σ over attentions of B · (H/P or H) · head_dim · (2·q + 2·kv)  (q, k, v, o after the
+//   all-to-all, full sequence for the local heads)
+// with rows_loc the largest per-rank row count of the block's token-scope linears and `widest`
+// the largest output width of those linears (FFN/fused MLP inner activation). kResidentActivations
+// counts the residual stream, the modulated-norm input, the attention output and the block output.
+// A first-order figure for peak-memory accounting, not a measurement; caching allocator slack and
+// attention kernel workspace are not included.
+constexpr double kResidentActivations = 4.0;
+
+double block_activation_bytes(const BlockCost& b, const BlockKind& k, int dtype_bytes, int64_t hidden) {
+  double rows_loc = 0, widest = 0, attention_elems = 0;
+  for (const StageCost& c : b.stages) {
+    if (c.stage.kind == BlockStage::Kind::linear && k.linears[size_t(c.stage.linear_index)].scope != TokenScope::sample) {
+      rows_loc = std::max(rows_loc, double(c.gemm.m));
+      widest = std::max(widest, double(c.gemm.n));
+    } else if (c.stage.kind == BlockStage::Kind::attention) {
+      const AttentionShape& at = c.attention;
+      attention_elems += double(at.batch) * double(at.heads) * double(at.head_dim) *
+                         (2.0 * double(at.q_tokens) + 2.0 * double(at.kv_tokens));
+    }
+  }
+  return double(dtype_bytes) * (rows_loc * (kResidentActivations * double(hidden) + widest) + attention_elems);
+}
+
+}  // namespace
+
+void validate(const Workload& w, const std::string& file, const std::string& prefix) {
+  const std::vector<std::string> ids = architecture_ids();
+  if (std::find(ids.begin(), ids.end(), w.model) == ids.end()) {
+    std::string known;
+    for (const std::string& id : ids) known += (known.empty() ? "" : ", ") + id;
+    throw InputError(file, prefix + "/model", "expected one of " + known + ", got \"" + w.model + "\"");
+  }
+  const DitArchitecture& a = architecture(w.model);
+  if (w.batch < 1)
+    throw InputError(file, prefix + "/batch", "expected a positive integer, got " + std::to_string(w.batch));
+  const int64_t pixel_multiple = int64_t(a.vae_spatial_stride) * a.patch_spatial;  // 16
+  for (auto [name, value] : {std::pair{"/height", w.height}, std::pair{"/width", w.width}}) {
+    if (value < 1 || value % pixel_multiple != 0)
+      throw InputError(file, prefix + name,
+                       "expected a positive multiple of " + std::to_string(pixel_multiple) + " pixels, got " +
+                           std::to_string(value));
+  }
+  if (a.video) {
+    const int64_t s = a.vae_temporal_stride;
+    if (w.frames < 1 || (w.frames - 1) % s != 0)
+      throw InputError(file, prefix + "/frames",
+                       "expected an integer " + std::to_string(s) + "k+1 ≥ 1, got " + std::to_string(w.frames));
+  } else if (w.frames != 1) {
+    throw InputError(file, prefix + "/frames",
+                     "expected 1 for the image model " + a.id + ", got " + std::to_string(w.frames));
+  }
+  if (w.ulysses_degree < 1 || a.heads % w.ulysses_degree != 0)
+    throw InputError(file, prefix + "/ulysses_degree",
+                     "expected a Ulysses degree dividing the " + std::to_string(a.heads) + " heads of " + a.id +
+                         " (valid: " + join_divisors(a.heads) + "), got " + std::to_string(w.ulysses_degree));
+  if (w.dtype_bytes < 1)
+    throw InputError(file, prefix + "/dtype_bytes",
+                     "expected a positive number of bytes per element, got " + std::to_string(w.dtype_bytes));
+}
+
+TokenCounts tokens(const Workload& w) {
+  validate(w);
+  const DitArchitecture& a = architecture(w.model);
+  const int64_t spatial = int64_t(a.vae_spatial_stride) * a.patch_spatial;
+  const int64_t latent_frames = (w.frames - 1) / a.vae_temporal_stride + 1;
+  TokenCounts t;
+  t.video = (latent_frames / a.patch_temporal) * (w.height / spatial) * (w.width / spatial);
+  t.text = a.text_tokens;
+  t.video_padded = ceil_div(t.video, w.ulysses_degree) * w.ulysses_degree;
+  return t;
+}
+
+ForwardCost forward_cost(const Workload& w) {
+  const TokenCounts t = tokens(w);  // validates
+  const DitArchitecture& a = architecture(w.model);
+  const Shards s = shards(a, t, w.ulysses_degree, w.batch);
+  const double dt = double(w.dtype_bytes);
+
+  ForwardCost f;
+  f.tokens = t;
+  std::vector<BlockCost> per_kind;
+  for (const BlockKind& k : a.block_kinds) {
+    per_kind.push_back(block_cost(a, k, s, w.dtype_bytes));
+    f.activation_bytes =
+        std::max(f.activation_bytes, block_activation_bytes(per_kind.back(), k, w.dtype_bytes, a.hidden));
+  }
+  for (int i = 0; i < a.block_count(); ++i) {
+    const int kind = a.kind_of_block(i);
+    BlockCost b = per_kind[size_t(kind)];
+    b.block = i;
+    b.kind = kind;
+    f.flop += b.flop();
+    f.blocks.push_back(std::move(b));
+  }
+  f.non_block_weight_bytes = double(a.non_block_params) * dt;
+  f.weight_bytes = double(a.params_total()) * dt;
+  return f;
+}
+
+// Unsharded formulas of dit-architectures.md §5 (2 FLOPs per MAC, biases ignored):
+//   double (FLUX/Hunyuan): linear 2·B·12d²·(S_v+T) + 2·B·12d²;  attention 4·B·(S_v+T)²·d
+//   single (FLUX/Hunyuan): linear 2·B·12d²·(S_v+T) + 2·B·3d²;   attention 4·B·(S_v+T)²·d
+// where the per-token 12d² is written as 4d² + 2dF (qkv 3d², proj d², MLP 2dF; = 12d² at F = 4d).
+//   Wan:                   linear 2·B·S_v·(6d²+2dF) + 2·B·T·2d²; attention 4·B·S_v²·d + 4·B·S_v·T·d
+// Hunyuan's attention uses T_valid = T (all text attended with the image). Written from the
+// formulas, not from the linear list, so that tests can check forward_cost against them.
+BlockFlop block_flop(const DitArchitecture& arch, int kind, int64_t batch, int64_t video_tokens) {
+  const double b = double(batch), d = double(arch.hidden), f = double(arch.ffn), t = double(arch.text_tokens),
+               s = double(video_tokens);
+  const BlockKind& k = arch.block_kinds.at(size_t(kind));
+  BlockFlop out;
+  if (arch.text_mode == UlyssesTextMode::none) {  // Wan: self + cross attention + FFN
+    out.linear_flop = 2 * b * s * (6 * d * d + 2 * d * f) + 2 * b * t * 2 * d * d;
+    out.attention_flop = 4 * b * s * s * d + 4 * b * s * t * d;
+  } else {
+    const double joint = s + t;
+    const double modulation = k.name == "double" ? 12 * d * d : 3 * d * d;
+    out.linear_flop = 2 * b * (4 * d * d + 2 * d * f) * joint + 2 * b * modulation;
+    out.attention_flop = 4 * b * joint * joint * d;
+  }
+  return out;
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,190 @@
+// Tests of model/analytical: the closed forms of its header (T_comp, T_pref, F*, B_hide, auto R).
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+#include "model/analytical.hpp"
+
+using namespace chunkflow;
+
+namespace {
+
+constexpr double kRelTolerance = 1e-12;  // closed forms evaluated in the same double arithmetic
+
+Workload make(const std::string& model, int64_t h, int64_t w, int64_t frames, int p) {
+  Workload x;
+  x.model = model;
+  x.height = h;
+  x.width = w;
+  x.frames = frames;
+  x.ulysses_degree = p;
+  return x;
+}
+
+// A node with round numbers: peak 100 FLOP/s, η_comp 0.5, η_attn 0.25, HBM 10 B/s, H2D 4 B/s,
+// no launch cost.
+NodeSpec toy_node() {
+  NodeSpec n;
+  n.id = "toy";
+  n.gpu_count = 1;
+  n.peak_flop_per_s = 100;
+  n.hbm_bytes_per_s = 10;
+  n.gpu_memory_bytes = 1e9;
+  n.gemm_efficiency = 0.5;
+  n.attention_efficiency = 0.25;
+  n.compute_launch_s = 0;
+  n.copy_engine_bytes_per_s = 4;
+  n.collective_flow_bytes_per_s = 1;
+  LinkSpec l;
+  l.name = "pcie.gpu0";
+  l.a = "host";
+  l.b = "gpu0";
+  l.a_to_b_bytes_per_s = 8;  // the copy engine (4) is the narrower
+  l.b_to_a_bytes_per_s = 8;
+  n.links.push_back(l);
+  return n;
+}
+
+StageCost linear(double flop, double weight_bytes) {
+  StageCost s;
+  s.stage.kind = BlockStage::Kind::linear;
+  s.flop = flop;
+  s.weight_bytes = weight_bytes;
+  return s;
+}
+
+StageCost attention(double flop) {
+  StageCost s;
+  s.stage.kind = BlockStage::Kind::attention;
+  s.flop = flop;
+  return s;
+}
+
+StageCost all_to_all(double buffer_bytes) {
+  StageCost s;
+  s.stage.kind = BlockStage::Kind::all_to_all;
+  s.all_to_all_buffer_bytes = buffer_bytes;
+  return s;
+}
+
+// A block of one linear (flop, bytes), one attention (attn_flop) and one all-to-all (buffer).
+BlockCost toy_block(double flop, double bytes, double attn_flop, double buffer) {
+  BlockCost b;
+  b.stages = {linear(flop, bytes), all_to_all(buffer), attention(attn_flop)};
+  b.weight_bytes = bytes;
+  b.linear_flop = flop;
+  b.attention_flop = attn_flop;
+  b.all_to_all_bytes = buffer;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("stage time: linear max(flop/(η·peak), bytes/HBM) + launch; attention flop/(η_attn·peak) + launch; a2a 0") {
+  NodeSpec n = toy_node();
+  n.compute_launch_s = 0.5;
+  CHECK(stage_compute_time_s(linear(100, 1), n) == Approx(2.0 + 0.5));   // compute-bound: 100/50
+  CHECK(stage_compute_time_s(linear(10, 100), n) == Approx(10.0 + 0.5)); // memory-bound: 100/10
+  CHECK(stage_compute_time_s(attention(50), n) == Approx(2.0 + 0.5));    // 50/25
+  CHECK(stage_compute_time_s(all_to_all(1e9), n) == 0);
+  const BlockCost b = toy_block(100, 1, 50, 8);
+  CHECK(block_compute_time_s(b, n) == Approx(2.5 + 2.5));
+}
+
+TEST_CASE("doubling peak FLOP/s halves the compute-bound time (no launch cost)") {
+  const ForwardCost f = forward_cost(make("wan2.1-t2v-14b", 480, 832, 81, 2));
+  NodeSpec n = node("2xh100-pcie");
+  n.compute_launch_s = 0;
+  n.hbm_bytes_per_s = std::numeric_limits<double>::infinity();  // drop the memory floor
+  const double t1 = block_compute_time_s(f.blocks[0], n);
+  n.peak_flop_per_s *= 2;
+  const double t2 = block_compute_time_s(f.blocks[0], n);
+  CHECK(t2 == Approx(t1 / 2).epsilon(kRelTolerance));
+}
+
+TEST_CASE("collective inbound bytes are (P-1)/P of the block's all-to-all buffers, 0 at P=1") {
+  const BlockCost b = toy_block(1, 1, 1, 12);
+  CHECK(collective_inbound_bytes(b, 1) == 0);
+  CHECK(collective_inbound_bytes(b, 2) == Approx(6));
+  CHECK(collective_inbound_bytes(b, 4) == Approx(9));
+  const ForwardCost f = forward_cost(make("wan2.1-t2v-14b", 480, 832, 81, 2));
+  CHECK(collective_inbound_bytes(f.blocks[0], 2) == Approx(f.blocks[0].all_to_all_bytes / 2));
+}
+
+TEST_CASE("F*, B_hide, regime and auto R on a hand-computed two-block case") {
+  // Toy node: η_comp·peak = 50 FLOP/s, η_pref·BW_h2d = min(8, 4) = 4 B/s, P = 2.
+  // Block 0: linear 100 FLOP, 20 B; attention 25 FLOP; a2a buffer 8 B.
+  //   T_comp = max(100/50, 20/10) + 25/25 = 2 + 1 = 3 s
+  //   B_coll_in = 8·1/2 = 4 B;   B_hide = 4·3 − 4 = 8 B;   1 − 8/20 = 0.6
+  // Block 1: linear 50 FLOP, 40 B; attention 0; a2a buffer 0.
+  //   T_comp = max(50/50, 40/10) = 4 s;  B_coll_in = 0;  B_hide = 16 B;  1 − 16/40 = 0.6 → also 0.6
+  ForwardCost f;
+  f.blocks = {toy_block(100, 20, 25, 8), toy_block(50, 40, 0, 0)};
+  f.blocks[1].stages.pop_back();  // no attention stage in block 1
+  const AnalyticalResult r = analyze(f, toy_node(), 2);
+  CHECK(r.effective_gemm_flop_per_s == 50);
+  CHECK(r.h2d_bytes_per_s == 4);
+  CHECK(r.block_flop == Approx((125.0 + 50.0) / 2));
+  CHECK(r.block_weight_bytes == Approx(30));
+  CHECK(r.collective_inbound_bytes == Approx(2));
+  CHECK(r.compute_time_s == Approx(3.5));
+  CHECK(r.prefetch_time_s == Approx(30.0 / 4));
+  // F* = 50 · (30 + 2) / 4 = 400 FLOP
+  CHECK(r.critical_flop == Approx(400));
+  CHECK(r.regime == "prefetch-bound");  // 87.5 < 400
+  CHECK(r.hideable_bytes == Approx((8.0 + 16.0) / 2));
+  CHECK(r.auto_resident_fraction == Approx(0.6));
+}
+
+TEST_CASE("auto resident fraction is the worst block's 1 − B_hide/B_block, clamped to [0, 1]") {
+  ForwardCost f;
+  // Block 0 hides everything (T_comp = 100 s, 4·100 ≫ 10 B) → 0; block 1: T_comp = 1 s, a2a
+  // inbound 10·1/2 = 5 B > 4·1 B → B_hide = 0 → 1.
+  f.blocks = {toy_block(5000, 10, 0, 0), toy_block(50, 10, 0, 10)};
+  const AnalyticalResult r = analyze(f, toy_node(), 2);
+  CHECK(r.auto_resident_fraction == 1.0);
+  f.blocks.pop_back();
+  CHECK(analyze(f, toy_node(), 2).auto_resident_fraction == 0.0);
+}
+
+TEST_CASE("with infinite H2D bandwidth the regime is compute-bound and auto R = 0") {
+  NodeSpec n = node("2xh100-pcie");
+  n.copy_engine_bytes_per_s = std::numeric_limits<double>::infinity();
+  for (auto& l : n.links) l.a_to_b_bytes_per_s = std::numeric_limits<double>::infinity();
+  const AnalyticalResult r = analyze(forward_cost(make("flux.1-dev", 512, 512, 1, 2)), n, 2);
+  CHECK(r.critical_flop == 0);
+  CHECK(r.prefetch_time_s == 0);
+  CHECK(r.regime == "compute-bound");
+  CHECK(r.auto_resident_fraction == 0);
+}
+
+TEST_CASE("F* scales with η_comp·peak and inversely with the H2D rate") {
+  const ForwardCost f = forward_cost(make("wan2.1-t2v-14b", 480, 832, 81, 2));
+  NodeSpec n = node("2xh100-pcie");
+  const AnalyticalResult a = analyze(f, n, 2);
+  CHECK(a.critical_flop ==
+        Approx(0.80 * 756e12 * (a.block_weight_bytes + a.collective_inbound_bytes) / 55.3e9).epsilon(kRelTolerance));
+  n.peak_flop_per_s *= 2;
+  CHECK(analyze(f, n, 2).critical_flop == Approx(2 * a.critical_flop).epsilon(kRelTolerance));
+  n = node("2xh100-pcie");
+  n.copy_engine_bytes_per_s /= 2;
+  CHECK(analyze(f, n, 2).critical_flop == Approx(2 * a.critical_flop).epsilon(kRelTolerance));
+}
+
+TEST_CASE("Wan-14B 480p P=2 on 2xh100-pcie is compute-bound (F_block ≈ 21 TF > F* ≈ 11.3 TF)") {
+  const AnalyticalResult r = analyze(forward_cost(make("wan2.1-t2v-14b", 480, 832, 81, 2)), node("2xh100-pcie"), 2);
+  INFO("F_block " << r.block_flop << " F* " << r.critical_flop << " auto R " << r.auto_resident_fraction);
+  CHECK(r.regime == "compute-bound");
+  CHECK(r.block_flop / 1e12 == Approx(20.98 + 0.027).margin(0.01));  // 41.96/2 + replicated text K/V half
+  CHECK(r.critical_flop / 1e12 == Approx(11.35).margin(0.05));
+  CHECK(r.auto_resident_fraction == 0);
+}
+
+TEST_CASE("FLUX 512² P=2 on 2xh100-pcie is prefetch-bound and needs residency") {
+  const AnalyticalResult r = analyze(forward_cost(make("flux.1-dev", 512, 512, 1, 2)), node("2xh100-pcie"), 2);
+  INFO("F_block " << r.block_flop << " F* " << r.critical_flop << " auto R " << r.auto_resident_fraction);
+  CHECK(r.regime == "prefetch-bound");
+  CHECK(r.block_flop < r.critical_flop / 10);
+  CHECK(r.auto_resident_fraction > 0.5);
+  CHECK(r.auto_resident_fraction <= 1.0);
+}
