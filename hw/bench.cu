@@ -1,0 +1,426 @@
+// Microbenchmarks (see bench.hpp and hw/BENCH_SCHEMA.md).
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include "hw/bench.hpp"
+#include "hw/cuda_util.cuh"
+#include "hw/host_data.hpp"
+#include "hw/kernels.cuh"
+
+namespace chunkflow::hw {
+
+namespace {
+
+struct Timing {
+  double median = 0, min = 0, max = 0;
+};
+
+Timing summarize_s(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
+}
+
+/// Context shared by the measurements: device 0, two streams, the largest buffers.
+struct Env {
+  const BenchConfig& cfg;
+  int device_count = 0;
+  Stream a, b, c;
+  PinnedBuffer host_a, host_b;
+  DeviceBuffer dev_a, dev_b;
+  PinnedBuffer stage[2];      ///< proxy staging (mapped)
+  DeviceBuffer send, recv;    ///< proxy / collective buffers
+
+  explicit Env(const BenchConfig& c) : cfg(c) {}
+
+  std::vector<int64_t> sizes(int64_t from) const {
+    std::vector<int64_t> s;
+    for (int64_t x = std::max(from, cfg.min_bytes); x <= cfg.max_bytes; x *= 4) s.push_back(x);
+    return s;
+  }
+
+  /// Times `body` (which enqueues on stream `s`) with events: warmup, then repeat.
+  Timing time(cudaStream_t s, const std::function<void()>& body) const {
+    Event e0, e1;
+    for (int i = 0; i < cfg.warmup; ++i) body();
+    CF_CUDA(cudaStreamSynchronize(s));
+    std::vector<double> t;
+    for (int i = 0; i < std::max(1, cfg.repeat); ++i) {
+      e0.record(s);
+      body();
+      e1.record(s);
+      CF_CUDA(cudaEventSynchronize(e1.get()));
+      t.push_back(e1.seconds_since(e0));
+    }
+    return summarize_s(t);
+  }
+
+  /// Times two concurrent bodies on streams sa and sb, both held behind one start event;
+  /// returns each one's own duration.
+  std::pair<Timing, Timing> time_pair(cudaStream_t sa, const std::function<void()>& fa, cudaStream_t sb,
+                                      const std::function<void()>& fb) const {
+    Event start, ea, eb;
+    for (int i = 0; i < cfg.warmup; ++i) {
+      fa();
+      fb();
+    }
+    CF_CUDA(cudaDeviceSynchronize());
+    std::vector<double> ta, tb;
+    for (int i = 0; i < std::max(1, cfg.repeat); ++i) {
+      start.record(sa);
+      CF_CUDA(cudaStreamWaitEvent(sb, start.get(), 0));
+      fa();
+      fb();
+      ea.record(sa);
+      eb.record(sb);
+      CF_CUDA(cudaDeviceSynchronize());
+      ta.push_back(ea.seconds_since(start));
+      tb.push_back(eb.seconds_since(start));
+    }
+    return {summarize_s(ta), summarize_s(tb)};
+  }
+};
+
+void add_timing(BenchPoint& p, const std::string& prefix, const Timing& t) {
+  p.numbers.push_back({prefix + "time_s_median", t.median});
+  p.numbers.push_back({prefix + "time_s_min", t.min});
+  p.numbers.push_back({prefix + "time_s_max", t.max});
+}
+
+BenchResult copy_sweep(Env& env, cudaMemcpyKind kind) {
+  BenchResult r;
+  for (int64_t bytes : env.sizes(env.cfg.min_bytes)) {
+    void* dst = kind == cudaMemcpyHostToDevice ? static_cast<void*>(env.dev_a.get())
+                : kind == cudaMemcpyDeviceToHost ? static_cast<void*>(env.host_a.get())
+                                                 : static_cast<void*>(env.dev_b.get());
+    const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(env.host_a.get())
+                                                     : static_cast<const void*>(env.dev_a.get());
+    const auto t = env.time(env.a.get(), [&] {
+      CF_CUDA(cudaMemcpyAsync(dst, src, size_t(bytes), kind, env.a.get()));
+    });
+    BenchPoint p;
+    p.numbers.push_back({"bytes", double(bytes)});
+    add_timing(p, "", t);
+    p.numbers.push_back({"bytes_per_s", double(bytes) / t.median});
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+/// The pcie-proxy all-to-all of a per-rank buffer of `bytes` on stream s (see executor.cu).
+void proxy_all_to_all(Env& env, ProxyMode mode, int64_t bytes, cudaStream_t s, cudaStream_t aux, int& parity) {
+  const int P = std::max(2, env.cfg.ulysses_degree);
+  const int64_t out = bytes / P * (P - 1), local = bytes - out;
+  const int w = parity, rd = 1 - parity;
+  parity = rd;
+  if (mode == ProxyMode::kernel) {
+    launch_proxy_all_to_all(env.send.get(), env.recv.get(), env.stage[w].device_pointer(),
+                            env.stage[rd].device_pointer(), out, local, s);
+    return;
+  }
+  Event fork(cudaEventDisableTiming), join(cudaEventDisableTiming);
+  fork.record(s);
+  CF_CUDA(cudaStreamWaitEvent(aux, fork.get(), 0));
+  CF_CUDA(cudaMemcpyAsync(env.stage[w].get(), env.send.get(), size_t(out), cudaMemcpyDeviceToHost, s));
+  CF_CUDA(cudaMemcpyAsync(env.recv.get(), env.stage[rd].get(), size_t(out), cudaMemcpyHostToDevice, aux));
+  if (local > 0) CF_CUDA(cudaMemcpyAsync(env.recv.get() + out, env.send.get() + out, size_t(local), cudaMemcpyDeviceToDevice, s));
+  join.record(aux);
+  CF_CUDA(cudaStreamWaitEvent(s, join.get(), 0));
+}
+
+BenchResult collective_proxy(Env& env, ProxyMode mode) {
+  BenchResult r;
+  const int P = std::max(2, env.cfg.ulysses_degree);
+  int parity = 0;
+  for (int64_t bytes : env.sizes(1 << 20)) {
+    const auto t = env.time(env.a.get(), [&] { proxy_all_to_all(env, mode, bytes, env.a.get(), env.c.get(), parity); });
+    BenchPoint p;
+    p.numbers.push_back({"bytes", double(bytes)});
+    p.numbers.push_back({"ulysses_degree", double(P)});
+    p.numbers.push_back({"out_bytes", double(bytes / P * (P - 1))});
+    add_timing(p, "", t);
+    p.numbers.push_back({"algbw_bytes_per_s", double(bytes) / t.median});
+    p.numbers.push_back({"busbw_bytes_per_s", double(bytes) / t.median * double(P - 1) / double(P)});
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+/// H2D on stream a while a second transfer (`other`) runs on stream b; both per point.
+BenchResult h2d_with(Env& env, const std::string& other_name,
+                     const std::function<void(int64_t bytes, cudaStream_t s)>& other) {
+  BenchResult r;
+  for (int64_t bytes : env.sizes(16 << 20)) {
+    const auto [th, to] = env.time_pair(
+        env.a.get(), [&] { CF_CUDA(cudaMemcpyAsync(env.dev_a.get(), env.host_a.get(), size_t(bytes), cudaMemcpyHostToDevice, env.a.get())); },
+        env.b.get(), [&] { other(bytes, env.b.get()); });
+    BenchPoint p;
+    p.numbers.push_back({"bytes", double(bytes)});
+    add_timing(p, "h2d_", th);
+    add_timing(p, other_name + "_", to);
+    p.numbers.push_back({"h2d_bytes_per_s", double(bytes) / th.median});
+    p.numbers.push_back({other_name + "_bytes_per_s", double(bytes) / to.median});
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+/// Device buffer of `elems` bf16 values: a seeded host pattern of 4096 values folded to size.
+DeviceBuffer random_bf16(int64_t elems, uint64_t seed, cudaStream_t s) {
+  DeviceBuffer out(size_t(std::max<int64_t>(elems, 1)) * 2);
+  const auto pattern = initial_hidden(seed, 0, 4096);
+  DeviceBuffer src(pattern.size() * 2);
+  CF_CUDA(cudaMemcpy(src.get(), pattern.data(), src.bytes(), cudaMemcpyHostToDevice));
+  launch_fold(src.as<bf16>(), int64_t(pattern.size()), out.as<bf16>(), elems, Activation::identity, s);
+  CF_CUDA(cudaStreamSynchronize(s));
+  return out;
+}
+
+BenchResult gemm(Env& env) {
+  BenchResult r;
+  if (env.cfg.gemms.empty()) {
+    r.status = "waived";
+    r.reason = "no GEMM shapes configured";
+    return r;
+  }
+  CublasHandle h;
+  DeviceBuffer ws(32 << 20);
+  CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
+  CF_CUBLAS(cublasSetWorkspace(h.get(), ws.get(), ws.bytes()));
+  for (const auto& g : env.cfg.gemms) {
+    DeviceBuffer x = random_bf16(g.m * g.k, 1, env.a.get());
+    DeviceBuffer w = random_bf16(g.n * g.k, 2, env.a.get());
+    DeviceBuffer y(size_t(g.m * g.n) * 2);
+    const auto t = env.time(env.a.get(), [&] { gemm_bf16(h.get(), x.as<bf16>(), w.as<bf16>(), y.as<bf16>(), g.m, g.k, g.n); });
+    BenchPoint p;
+    p.labels = {{"model", g.model}, {"block_kind", g.block_kind}, {"linear", g.linear}};
+    const double flop = 2.0 * double(g.m) * double(g.k) * double(g.n);
+    p.numbers = {{"m", double(g.m)}, {"k", double(g.k)}, {"n", double(g.n)}, {"flop", flop},
+                 {"weight_bytes", double(g.k * g.n * 2)}};
+    add_timing(p, "", t);
+    p.numbers.push_back({"flop_per_s", flop / t.median});
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+BenchResult attention(Env& env) {
+  BenchResult r;
+  if (env.cfg.attentions.empty()) {
+    r.status = "waived";
+    r.reason = "no attention shapes configured";
+    return r;
+  }
+  CublasHandle h;
+  DeviceBuffer ws(32 << 20);
+  CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
+  CF_CUBLAS(cublasSetWorkspace(h.get(), ws.get(), ws.bytes()));
+  for (const auto& a : env.cfg.attentions) {
+    AttentionTile tile;
+    tile.rows = a.rows;
+    tile.head_dim = a.head_dim;
+    tile.tile = AttentionTile::choose_tile(a.rows, a.head_dim, env.cfg.attention_tile_bytes);
+    DeviceBuffer tb(size_t(AttentionTile::bytes(a.rows, tile.tile, a.head_dim)));
+    std::byte* at = tb.get();
+    auto take = [&](int64_t bytes) { std::byte* q = at; at += (bytes + 255) / 256 * 256; return q; };
+    tile.scores = reinterpret_cast<float*>(take(a.rows * tile.tile * tile.tile * 4));
+    tile.probs = reinterpret_cast<bf16*>(take(a.rows * tile.tile * tile.tile * 2));
+    tile.out_acc = reinterpret_cast<float*>(take(a.rows * tile.tile * a.head_dim * 4));
+    tile.row_max = reinterpret_cast<float*>(take(a.rows * tile.tile * 4));
+    tile.row_sum = reinterpret_cast<float*>(take(a.rows * tile.tile * 4));
+    DeviceBuffer q = random_bf16(a.rows * a.q_tokens * a.head_dim, 3, env.a.get());
+    DeviceBuffer k = random_bf16(a.rows * a.kv_tokens * a.head_dim, 4, env.a.get());
+    DeviceBuffer v = random_bf16(a.rows * a.kv_tokens * a.head_dim, 5, env.a.get());
+    DeviceBuffer o(size_t(a.rows * a.q_tokens * a.head_dim) * 2);
+    const auto t = env.time(env.a.get(), [&] {
+      attention_forward(h.get(), env.a.get(), q.as<bf16>(), k.as<bf16>(), v.as<bf16>(), o.as<bf16>(), a.rows,
+                        a.q_tokens, a.kv_tokens, a.head_dim, tile);
+    });
+    BenchPoint p;
+    p.labels = {{"model", a.model}};
+    const double flop = 4.0 * double(a.rows) * double(a.q_tokens) * double(a.kv_tokens) * double(a.head_dim);
+    p.numbers = {{"rows", double(a.rows)}, {"q_tokens", double(a.q_tokens)}, {"kv_tokens", double(a.kv_tokens)},
+                 {"head_dim", double(a.head_dim)}, {"tile", double(tile.tile)}, {"flop", flop}};
+    add_timing(p, "", t);
+    p.numbers.push_back({"flop_per_s", flop / t.median});
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+BenchResult collective_nccl(Env& env) {
+  BenchResult r;
+  const int n = env.device_count;
+  std::vector<ncclComm_t> raw(static_cast<size_t>(n));
+  std::vector<int> devs(static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d) devs[size_t(d)] = d;
+  CF_NCCL(ncclCommInitAll(raw.data(), n, devs.data()));
+  std::vector<NcclComm> comms;
+  for (auto c : raw) comms.emplace_back(c);
+  std::vector<Stream> streams;
+  std::vector<DeviceBuffer> send, recv;
+  std::vector<Event> start, stop;
+  const int64_t max_bytes = env.cfg.max_bytes;
+  for (int d = 0; d < n; ++d) {
+    use_device(d);
+    streams.emplace_back();
+    send.emplace_back(size_t(max_bytes));
+    recv.emplace_back(size_t(max_bytes));
+    start.emplace_back();
+    stop.emplace_back();
+  }
+  auto all_to_all = [&](int64_t bytes) {
+    const int64_t per = bytes / n;
+    CF_NCCL(ncclGroupStart());
+    for (int d = 0; d < n; ++d)
+      for (int peer = 0; peer < n; ++peer) {
+        CF_NCCL(ncclSend(send[size_t(d)].get() + peer * per, size_t(per), ncclInt8, peer, comms[size_t(d)].get(), streams[size_t(d)].get()));
+        CF_NCCL(ncclRecv(recv[size_t(d)].get() + peer * per, size_t(per), ncclInt8, peer, comms[size_t(d)].get(), streams[size_t(d)].get()));
+      }
+    CF_NCCL(ncclGroupEnd());
+  };
+  auto sync_all = [&] {
+    for (int d = 0; d < n; ++d) {
+      use_device(d);
+      CF_CUDA(cudaStreamSynchronize(streams[size_t(d)].get()));
+    }
+  };
+  for (int64_t bytes : env.sizes(1 << 20)) {
+    for (int i = 0; i < env.cfg.warmup; ++i) all_to_all(bytes);
+    sync_all();
+    std::vector<double> t;
+    for (int i = 0; i < std::max(1, env.cfg.repeat); ++i) {
+      for (int d = 0; d < n; ++d) {
+        use_device(d);
+        start[size_t(d)].record(streams[size_t(d)].get());
+      }
+      all_to_all(bytes);
+      for (int d = 0; d < n; ++d) {
+        use_device(d);
+        stop[size_t(d)].record(streams[size_t(d)].get());
+      }
+      sync_all();
+      double worst = 0;
+      for (int d = 0; d < n; ++d) worst = std::max(worst, stop[size_t(d)].seconds_since(start[size_t(d)]));
+      t.push_back(worst);
+    }
+    const auto tm = summarize_s(t);
+    BenchPoint p;
+    p.numbers.push_back({"bytes", double(bytes)});
+    p.numbers.push_back({"ranks", double(n)});
+    add_timing(p, "", tm);
+    p.numbers.push_back({"algbw_bytes_per_s", double(bytes) / tm.median});
+    p.numbers.push_back({"busbw_bytes_per_s", double(bytes) / tm.median * double(n - 1) / double(n)});
+    r.points.push_back(std::move(p));
+  }
+  // Release on each device before returning to device 0.
+  for (int d = n - 1; d >= 0; --d) {
+    use_device(d);
+    stop.pop_back();
+    start.pop_back();
+    recv.pop_back();
+    send.pop_back();
+    streams.pop_back();
+  }
+  comms.clear();
+  use_device(0);
+  return r;
+}
+
+struct Entry {
+  std::string key, description;
+  std::function<std::string(const Env&)> waive;  ///< non-empty: reason it cannot run here
+  std::function<BenchResult(Env&)> run;
+};
+
+std::vector<Entry> entries() {
+  auto never = [](const Env&) { return std::string(); };
+  return {
+      {"h2d_bandwidth", "pinned host→device cudaMemcpyAsync (copy engine) against transfer size", never,
+       [](Env& e) { return copy_sweep(e, cudaMemcpyHostToDevice); }},
+      {"d2h_bandwidth", "device→pinned host cudaMemcpyAsync (copy engine) against transfer size", never,
+       [](Env& e) { return copy_sweep(e, cudaMemcpyDeviceToHost); }},
+      {"d2d_bandwidth", "device→device cudaMemcpyAsync against size (bytes copied; the weight gather's cost)", never,
+       [](Env& e) { return copy_sweep(e, cudaMemcpyDeviceToDevice); }},
+      {"h2d_with_d2h", "H2D of S bytes while a D2H of S bytes runs on another stream (both rates)", never,
+       [](Env& e) {
+         return h2d_with(e, "d2h", [&e](int64_t bytes, cudaStream_t s) {
+           CF_CUDA(cudaMemcpyAsync(e.host_b.get(), e.dev_b.get(), size_t(bytes), cudaMemcpyDeviceToHost, s));
+         });
+       }},
+      {"collective_proxy_kernel",
+       "pcie-proxy all-to-all, kernel mode (SM writes/reads mapped pinned host memory), per-rank buffer size", never,
+       [](Env& e) { return collective_proxy(e, ProxyMode::kernel); }},
+      {"collective_proxy_copy_engine", "pcie-proxy all-to-all, copy-engine mode (D2H and H2D memcpy), per-rank buffer size",
+       never, [](Env& e) { return collective_proxy(e, ProxyMode::copy_engine); }},
+      {"collective_nccl", "NCCL all-to-all (grouped ncclSend/ncclRecv) over every GPU, per-rank buffer size",
+       [](const Env& e) {
+         return e.device_count < 2 ? "needs ≥ 2 GPUs, found " + std::to_string(e.device_count) : std::string();
+       },
+       [](Env& e) { return collective_nccl(e); }},
+      {"h2d_with_collective_kernel", "H2D of S bytes while a kernel-mode proxy all-to-all of S bytes runs", never,
+       [](Env& e) {
+         int parity = 0;
+         return h2d_with(e, "collective", [&e, parity](int64_t bytes, cudaStream_t s) mutable {
+           proxy_all_to_all(e, ProxyMode::kernel, bytes, s, e.c.get(), parity);
+         });
+       }},
+      {"h2d_with_collective_copy_engine", "H2D of S bytes while a copy-engine proxy all-to-all of S bytes runs", never,
+       [](Env& e) {
+         int parity = 0;
+         return h2d_with(e, "collective", [&e, parity](int64_t bytes, cudaStream_t s) mutable {
+           proxy_all_to_all(e, ProxyMode::copy_engine, bytes, s, e.c.get(), parity);
+         });
+       }},
+      {"gemm", "cuBLAS bf16 GEMM (fp32 accumulate) for each block linear's shape at several token counts", never,
+       [](Env& e) { return gemm(e); }},
+      {"attention", "tiled attention (cuBLAS batched GEMMs + online softmax) at several token counts", never,
+       [](Env& e) { return attention(e); }},
+  };
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> bench_registry() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : entries()) out.push_back({e.key, e.description});
+  return out;
+}
+
+std::vector<BenchResult> run_benchmarks(const BenchConfig& config) {
+  const auto all = entries();
+  for (const auto& k : config.only)
+    if (std::none_of(all.begin(), all.end(), [&](const Entry& e) { return e.key == k; }))
+      throw std::invalid_argument("unknown measurement \"" + k + "\" (see `chunkflow-hw bench --list`)");
+  Env env(config);
+  env.device_count = require_devices(1);
+  use_device(0);
+  env.host_a = PinnedBuffer(size_t(config.max_bytes), cudaHostAllocDefault);
+  env.host_b = PinnedBuffer(size_t(config.max_bytes), cudaHostAllocDefault);
+  env.dev_a = DeviceBuffer(size_t(config.max_bytes));
+  env.dev_b = DeviceBuffer(size_t(config.max_bytes));
+  env.send = DeviceBuffer(size_t(config.max_bytes));
+  env.recv = DeviceBuffer(size_t(config.max_bytes));
+  for (auto& s : env.stage) s = PinnedBuffer(size_t(config.max_bytes), cudaHostAllocMapped);
+  std::memset(env.host_a.get(), 1, env.host_a.bytes());
+  std::vector<BenchResult> results;
+  for (const auto& e : all) {
+    if (!config.only.empty() && std::find(config.only.begin(), config.only.end(), e.key) == config.only.end())
+      continue;
+    BenchResult r;
+    if (const std::string why = e.waive(env); !why.empty()) {
+      r.status = "waived";
+      r.reason = why;
+    } else {
+      r = e.run(env);
+    }
+    r.key = e.key;
+    r.description = e.description;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace chunkflow::hw

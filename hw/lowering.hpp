@@ -1,0 +1,59 @@
+#pragma once
+// StepPlan → hw::Program: stream/event mapping, weight placement in the resident arena and the
+// chunk slots, the harness' dataflow (which buffers each op reads and writes), and a check that
+// the plan's dependencies order every cross-stream buffer reuse. Host-only (no CUDA headers), so
+// the CPU tests (tests/hw/) exercise all of it with g++.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/program.hpp"
+#include "model/node.hpp"
+#include "runtime/step_plan.hpp"
+
+namespace chunkflow::hw {
+
+/// Lowers `plan` (built by build_plan for `node`) to the executor's program.
+///
+/// Stream mapping: lanes are streams; each data dep on another lane of the same rank becomes one
+/// event wait (OpProgram::waits); same-lane deps become none. Cross-rank deps are allowed only
+/// between collective ops (NCCL orders them). Weight placement and the dataflow are described in
+/// hw/program.hpp and hw/README.md.
+///
+/// Throws InputError for what the harness cannot run (dtype other than bf16), and
+/// std::logic_error naming the op for plans it cannot execute safely: an H2D chunk outside its
+/// block or bigger than a slot, offloaded weight bytes of a linear held by no H2D op the compute
+/// op depends on, a cross-rank dep between non-collective ops, a dependency cycle, or a buffer
+/// reuse across streams (chunk slot, all-to-all send/receive buffer) that the deps do not order.
+Program lower(const StepPlan& plan, const NodeSpec& node);
+
+/// Transitive predecessors of every op over all deps: bit j of row i is set when op i (transitively)
+/// depends on op j. Rows are ops.size() bits rounded up to 64. Throws std::logic_error on a cycle.
+class Ancestors {
+ public:
+  explicit Ancestors(const StepPlan& plan);
+  /// Does `op` transitively depend on `before`?
+  bool depends(int op, int before) const {
+    return (bits_[size_t(op) * words_ + size_t(before) / 64] >> (before % 64)) & 1u;
+  }
+  const std::vector<int>& topological_order() const { return order_; }
+
+ private:
+  size_t words_ = 0;
+  std::vector<uint64_t> bits_;
+  std::vector<int> order_;
+};
+
+/// One access to a buffer shared between streams, for the hazard check.
+struct BufferAccess {
+  int op = 0;
+  bool write = false;
+};
+
+/// Checks that the accesses to one buffer (in issue order, i.e. by op id) are ordered by the deps:
+/// every access after a write depends on that write, and every write depends on the reads since
+/// the previous write. Returns "" when ordered, else a message naming the two ops.
+std::string check_buffer_order(const StepPlan& plan, const Ancestors& anc, const std::string& buffer,
+                               std::vector<BufferAccess> accesses);
+
+}  // namespace chunkflow::hw
