@@ -163,6 +163,8 @@ void validate(const NodeSpec& n, const std::string& file, const std::string& pre
   require_positive(n.collective_flow_bytes_per_s, false, file, prefix + "/collective_flow_bytes_per_s",
                    "number of bytes/s");
   require_positive(n.collective_latency_s, true, file, prefix + "/collective_latency_s", "number of seconds");
+  require_positive(n.compute_slowdown_h2d, true, file, prefix + "/compute_slowdown_h2d", "slowdown fraction");
+  require_positive(n.compute_slowdown_collective, true, file, prefix + "/compute_slowdown_collective", "slowdown fraction");
   for (size_t i = 0; i < n.links.size(); ++i) {
     const LinkSpec& l = n.links[i];
     const std::string at = prefix + "/links/" + std::to_string(i);

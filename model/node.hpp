@@ -2,6 +2,7 @@
 // Node descriptions: GPUs, the PCIe topology as links with per-direction capacities, copy-engine
 // and collective limits, latencies and efficiencies. Every default names its source in node.cpp
 // (shared/reference/systems-and-hardware.md §3 unless stated).
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,21 @@ enum class CollectiveBackend {
                 ///< to host memory and the same comes back over its own link
 };
 
+/// Calibrated GEMM efficiency of one weight shape [k × n] against the token count m (rows of the
+/// activation), from measured cuBLAS times (model/calibration.hpp). stage_compute_time_s
+/// interpolates it linearly in m (clamped to the end points) and uses it instead of the scalar
+/// gemm_efficiency and the HBM floor, because the measured time already holds both.
+struct GemmEfficiencyTable {
+  int64_t k = 0, n = 0;
+  std::vector<double> m;           ///< token counts, strictly increasing
+  std::vector<double> efficiency;  ///< achieved / peak_flop_per_s at each m, in (0, 1]
+
+  /// Efficiency at token count `m`: linear interpolation between the neighbouring points,
+  /// the end value outside [m.front(), m.back()]. Requires a non-empty table (defined in
+  /// model/calibration.cpp).
+  double efficiency_at(double m_tokens) const;
+};
+
 struct NodeSpec {
   std::string id;                     ///< "2xh100-pcie", "1xh100-sxm"
   std::string description;
@@ -45,6 +61,18 @@ struct NodeSpec {
   CollectiveBackend collective = CollectiveBackend::host_staged;
   double collective_flow_bytes_per_s = 0; ///< per-flow cap of SM-driven collective traffic
   double collective_latency_s = 0;    ///< α of one all-to-all, paid up front
+
+  // --- Calibrated refinements (model/calibration.hpp); absent/0 = the first-order defaults ---
+  /// Per-shape GEMM efficiency tables; a linear whose (k, n) has a table uses it (see above).
+  std::vector<GemmEfficiencyTable> gemm_efficiency_tables;
+  /// Fractional slowdown of a compute op that starts while an H2D copy of its rank is in flight:
+  /// it takes (1 + s) × its time (sim/executor.cpp). 0 = none.
+  double compute_slowdown_h2d = 0;
+  /// The same while a collective of its rank is in flight. Both at once: 1 + s_h2d + s_coll.
+  double compute_slowdown_collective = 0;
+
+  /// The table of shape (k, n), or nullptr.
+  const GemmEfficiencyTable* gemm_table(int64_t k, int64_t n) const;
 
   /// The host link of GPU `gpu` (the link whose b is "gpu<gpu>"). Throws std::out_of_range.
   const LinkSpec& host_link(int gpu) const;

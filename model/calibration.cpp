@@ -1,0 +1,766 @@
+// Calibration fits (Eigen least squares) and their application to a NodeSpec. Formulas and the
+// mapping of each fit onto NodeSpec fields: model/calibration.hpp. Eigen appears only here
+// (shared/DESIGN.md "Rooms").
+#include "model/calibration.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "model/error.hpp"
+
+namespace chunkflow {
+
+using nlohmann::json;
+
+// ---- NodeSpec helpers declared in model/node.hpp -------------------------------------------------
+
+double GemmEfficiencyTable::efficiency_at(double m_tokens) const {
+  if (m.size() == 1 || m_tokens <= m.front()) return efficiency.front();
+  if (m_tokens >= m.back()) return efficiency.back();
+  const auto hi = std::upper_bound(m.begin(), m.end(), m_tokens) - m.begin();
+  const auto lo = hi - 1;
+  const double f = (m_tokens - m[lo]) / (m[hi] - m[lo]);
+  return efficiency[lo] + f * (efficiency[hi] - efficiency[lo]);
+}
+
+const GemmEfficiencyTable* NodeSpec::gemm_table(int64_t k, int64_t n) const {
+  for (const GemmEfficiencyTable& t : gemm_efficiency_tables)
+    if (t.k == k && t.n == n && !t.m.empty()) return &t;
+  return nullptr;
+}
+
+const CalibrationFit* Calibration::fit(const std::string& name) const {
+  for (const CalibrationFit& f : fits)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string number_text(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+// ---- least squares ---------------------------------------------------------------------------------
+
+/// Solves min_c Σ_i ((A_i·c − y_i) / y_i)² (relative residuals) with Eigen's column-pivoting QR.
+/// A: n × p, y: n (all y_i > 0). Returns c (p).
+Eigen::VectorXd relative_least_squares(const Eigen::MatrixXd& A, const Eigen::VectorXd& y) {
+  const Eigen::VectorXd w = y.cwiseInverse();
+  const Eigen::MatrixXd Aw = w.asDiagonal() * A;
+  const Eigen::VectorXd yw = w.cwiseProduct(y);
+  return Aw.colPivHouseholderQr().solve(yw);
+}
+
+/// R² = 1 − SS_res/SS_tot on the measured values (NaN when SS_tot = 0) and max relative residual.
+void set_quality(CalibrationFit& f) {
+  double mean = 0;
+  for (const auto& p : f.points) mean += p.measured;
+  mean /= double(std::max<std::size_t>(1, f.points.size()));
+  double ss_res = 0, ss_tot = 0, max_rel = 0;
+  for (const auto& p : f.points) {
+    ss_res += (p.fitted - p.measured) * (p.fitted - p.measured);
+    ss_tot += (p.measured - mean) * (p.measured - mean);
+    max_rel = std::max(max_rel, std::abs(p.fitted - p.measured) / std::abs(p.measured));
+  }
+  f.r_squared = ss_tot > 0 ? 1.0 - ss_res / ss_tot : kNaN;
+  f.max_relative_residual = max_rel;
+}
+
+struct AlphaBeta {
+  double alpha_s = 0, beta = 0, weighted_sse = 0;
+};
+
+/// t = α + x/β over points [lo, hi) of (x, t), relative weights; α < 0 is refitted as α = 0.
+AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>& t, std::size_t lo, std::size_t hi) {
+  const Eigen::Index n = Eigen::Index(hi - lo);
+  Eigen::MatrixXd A(n, 2);
+  Eigen::VectorXd y(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    A(i, 0) = 1.0;
+    A(i, 1) = x[lo + std::size_t(i)];
+    y(i) = t[lo + std::size_t(i)];
+  }
+  Eigen::VectorXd c = relative_least_squares(A, y);
+  if (c(0) < 0) {
+    const Eigen::VectorXd c1 = relative_least_squares(A.col(1), y);
+    c = Eigen::Vector2d(0.0, c1(0));
+  }
+  AlphaBeta r;
+  r.alpha_s = c(0);
+  r.beta = c(1) > 0 ? 1.0 / c(1) : std::numeric_limits<double>::infinity();
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const double e = (A.row(i).dot(c) - y(i)) / y(i);
+    r.weighted_sse += e * e;
+  }
+  return r;
+}
+
+/// y = s·x through the origin, relative weights. Returns s.
+double fit_through_origin(const std::vector<double>& x, const std::vector<double>& y) {
+  Eigen::MatrixXd A(Eigen::Index(x.size()), 1);
+  Eigen::VectorXd v(Eigen::Index(y.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    A(Eigen::Index(i), 0) = x[i];
+    v(Eigen::Index(i)) = y[i];
+  }
+  return relative_least_squares(A, v)(0);
+}
+
+// ---- measurement access -------------------------------------------------------------------------------
+
+struct Found {
+  const MeasurementFile* file = nullptr;
+  const MeasurementFile::Measurement* m = nullptr;
+};
+
+/// Numbers of field `name` over the points; error naming file and pointer when one lacks it.
+double need(const Found& f, std::size_t i, const std::string& name) {
+  auto it = f.m->points[i].find(name);
+  if (it == f.m->points[i].end()) {
+    std::size_t mi = 0;
+    for (; mi < f.file->measurements.size() && &f.file->measurements[mi] != f.m; ++mi) {
+    }
+    throw InputError(f.file->path, "/measurements/" + std::to_string(mi) + "/points/" + std::to_string(i) + "/" + name,
+                     "missing; expected a positive number (measurement \"" + f.m->key + "\")");
+  }
+  return it->second;
+}
+
+bool has(const Found& f, std::size_t i, const std::string& name) { return f.m->points[i].count(name) > 0; }
+
+/// Transfer fit "h2d"/"d2h" with the size-dependent fallback. x = bytes, y = time_s.
+CalibrationFit transfer_fit(const std::string& name, const Found& f) {
+  std::vector<std::pair<double, double>> pts;
+  for (std::size_t i = 0; i < f.m->points.size(); ++i) pts.push_back({need(f, i, "bytes"), need(f, i, "time_s_median")});
+  std::sort(pts.begin(), pts.end());
+  std::vector<double> x, t;
+  for (auto [a, b] : pts) x.push_back(a), t.push_back(b);
+  CalibrationFit fit;
+  fit.name = name;
+  fit.measurement_key = f.m->key;
+  fit.x_name = "bytes";
+  fit.y_name = "time_s";
+  if (x.size() < 2) throw InputError(f.file->path, "/measurements", "\"" + f.m->key + "\": expected ≥ 2 points to fit α and β");
+  const AlphaBeta one = fit_alpha_beta(x, t, 0, x.size());
+  auto predict = [](const AlphaBeta& ab, double bytes) { return ab.alpha_s + bytes / ab.beta; };
+  double max_rel = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) max_rel = std::max(max_rel, std::abs(predict(one, x[i]) - t[i]) / t[i]);
+  // Size-dependent: two segments, split at the break that minimizes the weighted SSE (each ≥ 2 points).
+  std::size_t best_break = 0;
+  AlphaBeta small, bulk;
+  if (max_rel > kSizeDependentResidual && x.size() >= 4) {
+    double best = one.weighted_sse;
+    for (std::size_t b = 2; b + 2 <= x.size(); ++b) {
+      const AlphaBeta s = fit_alpha_beta(x, t, 0, b), l = fit_alpha_beta(x, t, b, x.size());
+      // Keep the split only when it removes at least half the squared residual (not noise).
+      if (s.weighted_sse + l.weighted_sse < 0.5 * best) {
+        best = s.weighted_sse + l.weighted_sse;
+        best_break = b, small = s, bulk = l;
+      }
+    }
+  }
+  if (best_break == 0) {
+    fit.formula = "t = alpha + bytes/beta";
+    fit.parameters = {{"alpha_s", one.alpha_s}, {"beta_bytes_per_s", one.beta}};
+    for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i], t[i], predict(one, x[i]), {}});
+  } else {
+    fit.formula = "t = alpha + bytes/beta for bytes >= break_bytes, small_alpha + bytes/small_beta below";
+    fit.parameters = {{"alpha_s", bulk.alpha_s},
+                      {"beta_bytes_per_s", bulk.beta},
+                      {"small_alpha_s", small.alpha_s},
+                      {"small_beta_bytes_per_s", small.beta},
+                      {"break_bytes", x[best_break]}};
+    for (std::size_t i = 0; i < x.size(); ++i)
+      fit.points.push_back({x[i], t[i], predict(i < best_break ? small : bulk, x[i]), {}});
+  }
+  set_quality(fit);
+  return fit;
+}
+
+/// Transfer time predicted by a transfer fit at `bytes`.
+double transfer_time_s(const CalibrationFit& f, double bytes) {
+  const auto& p = f.parameters;
+  if (p.count("break_bytes") && bytes < p.at("break_bytes")) return p.at("small_alpha_s") + bytes / p.at("small_beta_bytes_per_s");
+  return p.at("alpha_s") + bytes / p.at("beta_bytes_per_s");
+}
+
+/// Per-direction coupling: concurrent time = α + bytes / (c · β) → (t − α) = c⁻¹ · bytes/β.
+CalibrationFit coupling_fit(const std::string& dir, const Found& f, const CalibrationFit& alone) {
+  CalibrationFit fit;
+  fit.name = dir + "_coupling";
+  fit.measurement_key = f.m->key;
+  fit.formula = "t = alpha + bytes/(c*beta), alpha and beta of the " + dir + " fit alone";
+  fit.x_name = "bytes";
+  fit.y_name = "time_s";
+  std::vector<double> x, y, bytes_v, t_v;
+  for (std::size_t i = 0; i < f.m->points.size(); ++i) {
+    const double bytes = need(f, i, "bytes"), t = need(f, i, dir + "_time_s_median");
+    const double alpha = transfer_time_s(alone, 0.0);
+    const double bulk_s = transfer_time_s(alone, bytes) - alpha;  // bytes / β at this size
+    if (t - alpha <= 0) continue;
+    x.push_back(bulk_s);
+    y.push_back(t - alpha);
+    bytes_v.push_back(bytes);
+    t_v.push_back(t);
+  }
+  if (x.empty()) throw InputError(f.file->path, "/measurements", "\"" + f.m->key + "\": no point slower than the latency α");
+  const double inv_c = fit_through_origin(x, y);
+  const double c = 1.0 / inv_c;
+  fit.parameters = {{"retained_fraction", c}};
+  for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({bytes_v[i], t_v[i], t_v[i] - y[i] + x[i] * inv_c, {}});
+  set_quality(fit);
+  return fit;
+}
+
+}  // namespace
+
+// ---- reading microbenchmark files ---------------------------------------------------------------------
+
+std::string file_fnv1a64(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  uint64_t h = 1469598103934665603ull;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= uint64_t(static_cast<unsigned char>(buf[i]));
+      h *= 1099511628211ull;
+    }
+  }
+  char out[24];
+  std::snprintf(out, sizeof out, "0x%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+namespace {
+
+json parse_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
+  }
+}
+
+std::map<std::string, std::string> context_map(const json& j, const std::string& path, const std::string& pointer) {
+  std::map<std::string, std::string> c;
+  if (j.is_null()) return c;
+  if (!j.is_object()) throw InputError(path, pointer, "expected a JSON object, got " + j.dump());
+  for (auto it = j.begin(); it != j.end(); ++it) c[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+  return c;
+}
+
+}  // namespace
+
+MeasurementFile read_measurement_file(const std::string& path) {
+  const json j = parse_file(path);
+  MeasurementFile f;
+  f.path = path;
+  f.fnv1a64 = file_fnv1a64(path);
+  if (!j.is_object()) throw InputError(path, "/", "expected a JSON object with \"context\" and \"measurements\"");
+  if (j.contains("context")) f.context = context_map(j["context"], path, "/context");
+  if (!j.contains("measurements") || !j["measurements"].is_array())
+    throw InputError(path, "/measurements", "missing; expected an array of {\"key\", \"points\"} (hw/BENCH_SCHEMA.md)");
+  const json& ms = j["measurements"];
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const std::string at = "/measurements/" + std::to_string(i);
+    const json& m = ms[i];
+    if (!m.is_object()) throw InputError(path, at, "expected an object, got " + m.dump());
+    if (!m.contains("key") || !m["key"].is_string()) throw InputError(path, at + "/key", "missing; expected a string");
+    MeasurementFile::Measurement out;
+    out.key = m["key"].get<std::string>();
+    if (m.contains("status")) {
+      if (!m["status"].is_string()) throw InputError(path, at + "/status", "expected \"ok\" or \"waived\", got " + m["status"].dump());
+      out.status = m["status"].get<std::string>();
+    }
+    if (m.contains("reason") && m["reason"].is_string()) out.reason = m["reason"].get<std::string>();
+    if (m.contains("points")) {
+      const json& pts = m["points"];
+      if (!pts.is_array()) throw InputError(path, at + "/points", "expected an array, got " + pts.dump());
+      for (std::size_t p = 0; p < pts.size(); ++p) {
+        const std::string pat = at + "/points/" + std::to_string(p);
+        if (!pts[p].is_object()) throw InputError(path, pat, "expected an object, got " + pts[p].dump());
+        std::map<std::string, double> nums;
+        for (auto it = pts[p].begin(); it != pts[p].end(); ++it) {
+          if (!it->is_number()) continue;  // labels (model, linear, ...)
+          const double v = it->get<double>();
+          const bool is_time_or_size = it.key().find("time_s") != std::string::npos || it.key() == "bytes" ||
+                                       it.key() == "flop";
+          if (!std::isfinite(v) || (is_time_or_size && !(v > 0)))
+            throw InputError(path, pat + "/" + it.key(), "expected a positive number, got " + it->dump());
+          nums[it.key()] = v;
+        }
+        out.points.push_back(std::move(nums));
+      }
+    }
+    f.measurements.push_back(std::move(out));
+  }
+  return f;
+}
+
+// ---- fitting ------------------------------------------------------------------------------------------
+
+Calibration fit_calibration(const std::vector<MeasurementFile>& files, const NodeSpec& node) {
+  Calibration c;
+  c.node_id = node.id;
+  c.peak_flop_per_s = node.peak_flop_per_s;
+  c.compute_launch_s = node.compute_launch_s;
+  std::map<std::string, Found> by_key;
+  for (const MeasurementFile& f : files) {
+    c.sources.push_back({f.path, f.fnv1a64, f.context});
+    for (const auto& m : f.measurements) {
+      if (m.status != "ok") {
+        c.skipped.push_back(m.key + ": " + m.status + (m.reason.empty() ? "" : " (" + m.reason + ")"));
+        continue;
+      }
+      if (m.points.empty()) {
+        c.skipped.push_back(m.key + ": no points");
+        continue;
+      }
+      if (by_key.count(m.key))
+        throw InputError("", "--measurements",
+                         "measurement \"" + m.key + "\" appears in both " + by_key[m.key].file->path + " and " + f.path +
+                             "; give one file per measurement");
+      by_key[m.key] = {&f, &m};
+    }
+  }
+  auto found = [&](const std::string& key) -> const Found* {
+    auto it = by_key.find(key);
+    return it == by_key.end() ? nullptr : &it->second;
+  };
+  std::set<std::string> used;
+
+  // Transfers alone.
+  for (const std::string dir : {"h2d", "d2h"}) {
+    if (const Found* f = found(dir + "_bandwidth")) {
+      c.fits.push_back(transfer_fit(dir, *f));
+      used.insert(f->m->key);
+      if (dir == "h2d") {
+        c.h2d_latency_s = c.fits.back().parameters.at("alpha_s");
+        c.h2d_bytes_per_s = c.fits.back().parameters.at("beta_bytes_per_s");
+      } else {
+        c.d2h_bytes_per_s = c.fits.back().parameters.at("beta_bytes_per_s");
+      }
+    }
+  }
+  // Coupling under concurrent H2D + D2H.
+  if (const Found* f = found("h2d_with_d2h")) {
+    const CalibrationFit* h = c.fit("h2d");
+    const CalibrationFit* d = c.fit("d2h");
+    if (!h || !d) {
+      c.skipped.push_back("h2d_with_d2h: needs h2d_bandwidth and d2h_bandwidth to separate coupling from latency");
+    } else {
+      const CalibrationFit hc = coupling_fit("h2d", *f, *h), dc = coupling_fit("d2h", *f, *d);
+      c.h2d_coupling = hc.parameters.at("retained_fraction");
+      c.d2h_coupling = dc.parameters.at("retained_fraction");
+      c.fits.push_back(hc);
+      c.fits.push_back(dc);
+      used.insert(f->m->key);
+    }
+  }
+  // The collective: t = α + out_bytes/β.
+  for (const std::string key : {"collective_proxy_copy_engine", "collective_proxy_kernel", "collective_nccl", "collective"}) {
+    const Found* f = found(key);
+    if (!f) continue;
+    std::vector<std::pair<double, double>> pts;
+    double degree = 2;
+    for (std::size_t i = 0; i < f->m->points.size(); ++i) {
+      const double bytes = need(*f, i, "bytes");
+      const double P = has(*f, i, "ulysses_degree") ? need(*f, i, "ulysses_degree") : has(*f, i, "ranks") ? need(*f, i, "ranks") : 2.0;
+      const double out = has(*f, i, "out_bytes") ? need(*f, i, "out_bytes") : bytes * (P - 1) / P;
+      pts.push_back({out, need(*f, i, "time_s_median")});
+      degree = P;
+    }
+    std::sort(pts.begin(), pts.end());
+    std::vector<double> x, t;
+    for (auto [a, b] : pts) x.push_back(a), t.push_back(b);
+    if (x.size() < 2) {
+      c.skipped.push_back(key + ": fewer than 2 points");
+      continue;
+    }
+    const AlphaBeta ab = fit_alpha_beta(x, t, 0, x.size());
+    CalibrationFit fit;
+    fit.name = "collective";
+    fit.measurement_key = key;
+    fit.formula = "t = alpha + out_bytes/beta, out_bytes = (P-1)/P * per-rank buffer bytes";
+    fit.x_name = "out_bytes";
+    fit.y_name = "time_s";
+    fit.parameters = {{"alpha_s", ab.alpha_s}, {"beta_bytes_per_s", ab.beta}, {"ulysses_degree", degree}};
+    for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i], t[i], ab.alpha_s + x[i] / ab.beta, {}});
+    set_quality(fit);
+    c.fits.push_back(fit);
+    c.collective_latency_s = ab.alpha_s;
+    c.collective_bytes_per_s = ab.beta;
+    used.insert(key);
+    for (const std::string other : {"collective_proxy_copy_engine", "collective_proxy_kernel", "collective_nccl", "collective"})
+      if (other != key && found(other)) c.skipped.push_back(other + ": not used (" + key + " was fitted first)");
+    break;
+  }
+  // Compute slowdown beside copies / collectives: concurrent = (1 + s)·alone.
+  for (const std::string what : {"h2d", "collective"}) {
+    const Found* f = found("compute_with_" + what);
+    if (!f) continue;
+    std::vector<double> x, y;
+    for (std::size_t i = 0; i < f->m->points.size(); ++i) {
+      x.push_back(need(*f, i, "alone_time_s_median"));
+      y.push_back(need(*f, i, "time_s_median"));
+    }
+    const double k = fit_through_origin(x, y);
+    CalibrationFit fit;
+    fit.name = "compute_slowdown_" + what;
+    fit.measurement_key = f->m->key;
+    fit.formula = "t_concurrent = (1 + slowdown) * t_alone";
+    fit.x_name = "alone_time_s";
+    fit.y_name = "time_s";
+    fit.parameters = {{"slowdown", std::max(0.0, k - 1.0)}};
+    for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i], y[i], k * x[i], {}});
+    set_quality(fit);
+    c.fits.push_back(fit);
+    (what == "h2d" ? c.compute_slowdown_h2d : c.compute_slowdown_collective) = std::max(0.0, k - 1.0);
+    used.insert(f->m->key);
+  }
+  // GEMM: per-shape tables of η(m) and the FLOP-weighted scalar η_comp.
+  if (const Found* f = found("gemm")) {
+    const double peak = node.peak_flop_per_s, launch = node.compute_launch_s;
+    std::map<std::pair<int64_t, int64_t>, std::map<double, std::vector<double>>> tables;
+    double sum_flop = 0, sum_math_s = 0;
+    std::vector<std::array<double, 5>> rows;  // m, k, n, flop, t
+    for (std::size_t i = 0; i < f->m->points.size(); ++i) {
+      const double m = need(*f, i, "m"), k = need(*f, i, "k"), n = need(*f, i, "n");
+      const double flop = has(*f, i, "flop") ? need(*f, i, "flop") : 2 * m * k * n;
+      const double t = need(*f, i, "time_s_median");
+      if (t <= launch) {
+        c.skipped.push_back("gemm point " + std::to_string(i) + ": time " + number_text(t) + " s ≤ launch cost");
+        continue;
+      }
+      const double eta = flop / (peak * (t - launch));
+      tables[{int64_t(k), int64_t(n)}][m].push_back(eta);
+      sum_flop += flop;
+      sum_math_s += t - launch;
+      rows.push_back({m, k, n, flop, t});
+    }
+    if (!rows.empty()) {
+      const double eta = sum_flop / (peak * sum_math_s);
+      c.gemm_efficiency = std::min(1.0, eta);
+      CalibrationFit fit;
+      fit.name = "gemm";
+      fit.measurement_key = "gemm";
+      fit.formula = "t = flop/(eta_comp*peak) + launch (scalar); per shape (k,n) a table eta(m) interpolated in m";
+      fit.x_name = "flop";
+      fit.y_name = "time_s";
+      fit.parameters = {{"eta_comp", eta}, {"peak_flop_per_s", peak}, {"launch_s", launch},
+                        {"shapes", double(tables.size())}};
+      for (const auto& r : rows)
+        fit.points.push_back({r[3], r[4], r[3] / (eta * peak) + launch, {{"m", r[0]}, {"k", r[1]}, {"n", r[2]},
+                                                                         {"efficiency", r[3] / (peak * (r[4] - launch))}}});
+      set_quality(fit);
+      c.fits.push_back(fit);
+      for (const auto& [shape, by_m] : tables) {
+        GemmEfficiencyTable t;
+        t.k = shape.first;
+        t.n = shape.second;
+        for (const auto& [m, etas] : by_m) {
+          t.m.push_back(m);
+          t.efficiency.push_back(std::min(1.0, std::accumulate(etas.begin(), etas.end(), 0.0) / double(etas.size())));
+        }
+        c.gemm_tables.push_back(std::move(t));
+      }
+      // Leave-one-out quality of the tables: each interior point predicted from its neighbours.
+      CalibrationFit loo;
+      loo.name = "gemm_table_leave_one_out";
+      loo.measurement_key = "gemm";
+      loo.formula = "eta(m) at an interior m interpolated from the neighbouring measured m";
+      loo.x_name = "m";
+      loo.y_name = "efficiency";
+      for (const auto& t : c.gemm_tables)
+        for (std::size_t i = 1; i + 1 < t.m.size(); ++i) {
+          const double fr = (t.m[i] - t.m[i - 1]) / (t.m[i + 1] - t.m[i - 1]);
+          loo.points.push_back({t.m[i], t.efficiency[i], t.efficiency[i - 1] + fr * (t.efficiency[i + 1] - t.efficiency[i - 1]),
+                                {{"k", double(t.k)}, {"n", double(t.n)}}});
+        }
+      if (!loo.points.empty()) {
+        set_quality(loo);
+        c.fits.push_back(loo);
+      }
+      used.insert("gemm");
+    }
+  }
+  // Attention: t − launch = flop/(η_attn·peak).
+  if (const Found* f = found("attention")) {
+    const double peak = node.peak_flop_per_s, launch = node.compute_launch_s;
+    std::vector<double> x, y, t;
+    for (std::size_t i = 0; i < f->m->points.size(); ++i) {
+      const double ti = need(*f, i, "time_s_median");
+      if (ti <= launch) continue;
+      x.push_back(need(*f, i, "flop") / peak);
+      y.push_back(ti - launch);
+      t.push_back(ti);
+    }
+    if (!x.empty()) {
+      const double inv_eta = fit_through_origin(x, y);
+      CalibrationFit fit;
+      fit.name = "attention";
+      fit.measurement_key = "attention";
+      fit.formula = "t = flop/(eta_attn*peak) + launch";
+      fit.x_name = "flop";
+      fit.y_name = "time_s";
+      fit.parameters = {{"eta_attn", 1.0 / inv_eta}};
+      for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i] * peak, t[i], x[i] * inv_eta + launch, {}});
+      set_quality(fit);
+      c.fits.push_back(fit);
+      c.attention_efficiency = std::min(1.0, 1.0 / inv_eta);
+      used.insert("attention");
+    }
+  }
+  for (const auto& [key, f] : by_key)
+    if (!used.count(key) && key.rfind("collective", 0) != 0) c.skipped.push_back(key + ": no fit uses this measurement");
+  if (c.fits.empty())
+    throw InputError("", "--measurements",
+                     "nothing to fit: expected measurements h2d_bandwidth, d2h_bandwidth, h2d_with_d2h, collective_*, "
+                     "compute_with_h2d, compute_with_collective, gemm or attention with points");
+  return c;
+}
+
+// ---- JSON ---------------------------------------------------------------------------------------------
+
+namespace {
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json parameters_json(const Calibration& c) {
+  json p = json::object();
+  auto put = [&](const char* k, const std::optional<double>& v) {
+    if (v) p[k] = *v;
+  };
+  put("h2d_latency_s", c.h2d_latency_s);
+  put("h2d_bytes_per_s", c.h2d_bytes_per_s);
+  put("d2h_bytes_per_s", c.d2h_bytes_per_s);
+  put("h2d_coupling", c.h2d_coupling);
+  put("d2h_coupling", c.d2h_coupling);
+  put("collective_latency_s", c.collective_latency_s);
+  put("collective_bytes_per_s", c.collective_bytes_per_s);
+  put("compute_slowdown_h2d", c.compute_slowdown_h2d);
+  put("compute_slowdown_collective", c.compute_slowdown_collective);
+  put("gemm_efficiency", c.gemm_efficiency);
+  put("attention_efficiency", c.attention_efficiency);
+  return p;
+}
+
+}  // namespace
+
+std::string calibration_to_json(const Calibration& c, const std::string& context_json) {
+  json j = json::object();
+  j["context"] = context_json.empty() ? json::object() : json::parse(context_json);
+  j["node_id"] = c.node_id;
+  j["peak_flop_per_s"] = c.peak_flop_per_s;
+  j["compute_launch_s"] = c.compute_launch_s;
+  json src = json::array();
+  for (const auto& s : c.sources) src.push_back({{"path", s.path}, {"fnv1a64", s.fnv1a64}, {"context", s.context}});
+  j["sources"] = src;
+  j["parameters"] = parameters_json(c);
+  json tables = json::array();
+  for (const auto& t : c.gemm_tables) tables.push_back({{"k", t.k}, {"n", t.n}, {"m", t.m}, {"efficiency", t.efficiency}});
+  j["gemm_tables"] = tables;
+  json fits = json::array();
+  for (const auto& f : c.fits) {
+    json pts = json::array();
+    for (const auto& p : f.points) {
+      json pj = {{"x", p.x}, {"measured", p.measured}, {"fitted", p.fitted}};
+      for (const auto& [k, v] : p.extra) pj[k] = v;
+      pts.push_back(pj);
+    }
+    fits.push_back({{"name", f.name},
+                    {"formula", f.formula},
+                    {"measurement_key", f.measurement_key},
+                    {"x_name", f.x_name},
+                    {"y_name", f.y_name},
+                    {"parameters", f.parameters},
+                    {"r_squared", finite_or_null(f.r_squared)},
+                    {"max_relative_residual", f.max_relative_residual},
+                    {"points", pts}});
+  }
+  j["fits"] = fits;
+  j["skipped"] = c.skipped;
+  return j.dump(2) + "\n";
+}
+
+namespace {
+
+/// Reads a number at `pointer`; `check` says whether it is valid, `expected` what it should be.
+double read_number(const json& j, const std::string& file, const std::string& pointer, bool (*check)(double),
+                   const std::string& expected) {
+  if (!j.is_number()) throw InputError(file, pointer, "expected " + expected + ", got " + j.dump());
+  const double v = j.get<double>();
+  if (!std::isfinite(v) || !check(v)) throw InputError(file, pointer, "expected " + expected + ", got " + j.dump());
+  return v;
+}
+
+bool positive(double v) { return v > 0; }
+bool non_negative(double v) { return v >= 0; }
+bool fraction(double v) { return v > 0 && v <= 1; }
+
+}  // namespace
+
+Calibration load_calibration(const std::string& path) {
+  const json j = parse_file(path);
+  if (!j.is_object()) throw InputError(path, "/", "expected a calibration object (chunkflow calibrate --out)");
+  Calibration c;
+  c.file = path;
+  auto require = [&](const char* key) -> const json& {
+    if (!j.contains(key)) throw InputError(path, std::string("/") + key, "missing (not a calibration written by chunkflow calibrate)");
+    return j[key];
+  };
+  const json& node_id = require("node_id");
+  if (!node_id.is_string()) throw InputError(path, "/node_id", "expected a string, got " + node_id.dump());
+  c.node_id = node_id.get<std::string>();
+  c.peak_flop_per_s = read_number(require("peak_flop_per_s"), path, "/peak_flop_per_s", positive, "a positive FLOP/s");
+  c.compute_launch_s = read_number(require("compute_launch_s"), path, "/compute_launch_s", non_negative, "a non-negative number of seconds");
+  const json& src = require("sources");
+  if (!src.is_array()) throw InputError(path, "/sources", "expected an array, got " + src.dump());
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::string at = "/sources/" + std::to_string(i);
+    if (!src[i].is_object() || !src[i].contains("path") || !src[i]["path"].is_string() || !src[i].contains("fnv1a64") ||
+        !src[i]["fnv1a64"].is_string())
+      throw InputError(path, at, "expected {\"path\": string, \"fnv1a64\": string, \"context\": {...}}, got " + src[i].dump());
+    c.sources.push_back({src[i]["path"].get<std::string>(), src[i]["fnv1a64"].get<std::string>(),
+                         context_map(src[i].value("context", json()), path, at + "/context")});
+  }
+  const json& p = require("parameters");
+  if (!p.is_object()) throw InputError(path, "/parameters", "expected an object, got " + p.dump());
+  struct Spec {
+    const char* key;
+    std::optional<double> Calibration::*field;
+    bool (*check)(double);
+    const char* expected;
+  };
+  const Spec specs[] = {
+      {"h2d_latency_s", &Calibration::h2d_latency_s, non_negative, "a non-negative number of seconds"},
+      {"h2d_bytes_per_s", &Calibration::h2d_bytes_per_s, positive, "a positive number of bytes/s"},
+      {"d2h_bytes_per_s", &Calibration::d2h_bytes_per_s, positive, "a positive number of bytes/s"},
+      {"h2d_coupling", &Calibration::h2d_coupling, fraction, "a retained fraction in (0, 1]"},
+      {"d2h_coupling", &Calibration::d2h_coupling, fraction, "a retained fraction in (0, 1]"},
+      {"collective_latency_s", &Calibration::collective_latency_s, non_negative, "a non-negative number of seconds"},
+      {"collective_bytes_per_s", &Calibration::collective_bytes_per_s, positive, "a positive number of bytes/s"},
+      {"compute_slowdown_h2d", &Calibration::compute_slowdown_h2d, non_negative, "a non-negative slowdown fraction"},
+      {"compute_slowdown_collective", &Calibration::compute_slowdown_collective, non_negative, "a non-negative slowdown fraction"},
+      {"gemm_efficiency", &Calibration::gemm_efficiency, fraction, "an efficiency in (0, 1]"},
+      {"attention_efficiency", &Calibration::attention_efficiency, fraction, "an efficiency in (0, 1]"},
+  };
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const Spec* s = nullptr;
+    for (const Spec& sp : specs)
+      if (it.key() == sp.key) s = &sp;
+    if (!s) {
+      std::string known;
+      for (const Spec& sp : specs) known += (known.empty() ? "" : ", ") + std::string(sp.key);
+      throw InputError(path, "/parameters/" + it.key(), "unknown parameter; expected one of " + known);
+    }
+    c.*(s->field) = read_number(*it, path, "/parameters/" + it.key(), s->check, s->expected);
+  }
+  if (j.contains("gemm_tables")) {
+    const json& ts = j["gemm_tables"];
+    if (!ts.is_array()) throw InputError(path, "/gemm_tables", "expected an array, got " + ts.dump());
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      const std::string at = "/gemm_tables/" + std::to_string(i);
+      const json& t = ts[i];
+      if (!t.is_object()) throw InputError(path, at, "expected {\"k\", \"n\", \"m\": [...], \"efficiency\": [...]}");
+      GemmEfficiencyTable out;
+      for (const char* key : {"k", "n"}) {
+        if (!t.contains(key) || !t[key].is_number_integer() || t[key].get<int64_t>() <= 0)
+          throw InputError(path, at + "/" + key, "expected a positive integer, got " + (t.contains(key) ? t[key].dump() : "nothing"));
+      }
+      out.k = t["k"].get<int64_t>();
+      out.n = t["n"].get<int64_t>();
+      for (const char* key : {"m", "efficiency"})
+        if (!t.contains(key) || !t[key].is_array() || t[key].empty())
+          throw InputError(path, at + "/" + key, "expected a non-empty array of numbers");
+      if (t["m"].size() != t["efficiency"].size())
+        throw InputError(path, at + "/efficiency", "expected as many entries as /m (" + std::to_string(t["m"].size()) + "), got " +
+                                                       std::to_string(t["efficiency"].size()));
+      for (std::size_t q = 0; q < t["m"].size(); ++q) {
+        const double m = read_number(t["m"][q], path, at + "/m/" + std::to_string(q), positive, "a positive token count");
+        if (!out.m.empty() && !(m > out.m.back()))
+          throw InputError(path, at + "/m/" + std::to_string(q), "expected strictly increasing token counts, got " + number_text(m) +
+                                                                      " after " + number_text(out.m.back()));
+        out.m.push_back(m);
+        out.efficiency.push_back(
+            read_number(t["efficiency"][q], path, at + "/efficiency/" + std::to_string(q), fraction, "an efficiency in (0, 1]"));
+      }
+      c.gemm_tables.push_back(std::move(out));
+    }
+  }
+  if (j.contains("fits") && j["fits"].is_array()) {
+    for (const json& f : j["fits"]) {
+      if (!f.is_object()) continue;
+      CalibrationFit fit;
+      fit.name = f.value("name", "");
+      fit.formula = f.value("formula", "");
+      fit.measurement_key = f.value("measurement_key", "");
+      fit.r_squared = f.contains("r_squared") && f["r_squared"].is_number() ? f["r_squared"].get<double>() : kNaN;
+      fit.max_relative_residual = f.contains("max_relative_residual") && f["max_relative_residual"].is_number()
+                                      ? f["max_relative_residual"].get<double>()
+                                      : kNaN;
+      if (f.contains("parameters") && f["parameters"].is_object())
+        for (auto it = f["parameters"].begin(); it != f["parameters"].end(); ++it)
+          if (it->is_number()) fit.parameters[it.key()] = it->get<double>();
+      c.fits.push_back(std::move(fit));
+    }
+  }
+  return c;
+}
+
+void apply_calibration(const Calibration& c, NodeSpec& node) {
+  const double rescale = c.peak_flop_per_s / node.peak_flop_per_s;  // η_node = achieved / peak_node
+  if (c.gemm_efficiency) node.gemm_efficiency = std::min(1.0, *c.gemm_efficiency * rescale);
+  if (c.attention_efficiency) node.attention_efficiency = std::min(1.0, *c.attention_efficiency * rescale);
+  if (!c.gemm_tables.empty()) {
+    node.gemm_efficiency_tables = c.gemm_tables;
+    for (auto& t : node.gemm_efficiency_tables)
+      for (double& e : t.efficiency) e = std::min(1.0, e * rescale);
+  }
+  if (c.h2d_latency_s) node.h2d_latency_s = *c.h2d_latency_s;
+  if (c.h2d_bytes_per_s) {
+    node.copy_engine_bytes_per_s = *c.h2d_bytes_per_s;
+    for (auto& l : node.links)
+      if (l.a == "host") l.a_to_b_bytes_per_s = std::max(l.a_to_b_bytes_per_s, *c.h2d_bytes_per_s);
+  }
+  if (c.d2h_bytes_per_s)
+    for (auto& l : node.links)
+      if (l.a == "host") l.b_to_a_bytes_per_s = *c.d2h_bytes_per_s;
+  if (c.h2d_coupling && c.d2h_coupling)
+    for (auto& l : node.links)
+      if (l.a == "host")
+        l.duplex_bytes_per_s = *c.h2d_coupling * std::min(l.a_to_b_bytes_per_s, node.copy_engine_bytes_per_s) +
+                               *c.d2h_coupling * l.b_to_a_bytes_per_s;
+  if (c.collective_latency_s) node.collective_latency_s = *c.collective_latency_s;
+  if (c.collective_bytes_per_s) {
+    // host_staged: P−1 peer flows per rank share the out bytes (P of the measurement).
+    const CalibrationFit* f = c.fit("collective");
+    const double peers = f && f->parameters.count("ulysses_degree") ? std::max(1.0, f->parameters.at("ulysses_degree") - 1) : 1.0;
+    node.collective_flow_bytes_per_s =
+        node.collective == CollectiveBackend::pcie_proxy ? *c.collective_bytes_per_s : *c.collective_bytes_per_s / peers;
+  }
+  if (c.compute_slowdown_h2d) node.compute_slowdown_h2d = *c.compute_slowdown_h2d;
+  if (c.compute_slowdown_collective) node.compute_slowdown_collective = *c.compute_slowdown_collective;
+  validate(node, c.file, "/node");
+}
+
+}  // namespace chunkflow
