@@ -1,0 +1,51 @@
+#pragma once
+// Helpers shared by the simulator tests: build a plan for a scenario and simulate it.
+#include <string>
+
+#include "runtime/policy.hpp"
+#include "runtime/scenario.hpp"
+#include "sim/executor.hpp"
+
+namespace chunkflow::test {
+
+inline Workload workload(const std::string& model, int64_t h, int64_t w, int64_t frames, int ulysses) {
+  Workload wl;
+  wl.model = model;
+  wl.height = h;
+  wl.width = w;
+  wl.frames = frames;
+  wl.ulysses_degree = ulysses;
+  return wl;
+}
+
+inline PolicyConfig policy(const std::string& name, std::optional<double> resident = std::nullopt,
+                           double chunk_mib = 64, int lookahead = 1) {
+  PolicyConfig p;
+  p.policy = name;
+  p.resident_fraction = resident;
+  p.chunk_bytes = chunk_mib * kMiB;
+  p.lookahead = lookahead;
+  p.steps = 2;
+  return p;
+}
+
+struct Run {
+  StepPlan plan;
+  SimResult result;
+};
+
+inline Run run(const Workload& w, const NodeSpec& node, const PolicyConfig& p) {
+  Run r{build_plan(w, node, p), {}};
+  validate(r.plan);
+  r.result = simulate(r.plan, node);
+  return r;
+}
+
+/// Scales every H2D-direction capacity of a node (links and the copy-engine cap) by `factor`.
+inline NodeSpec with_h2d_scaled(NodeSpec n, double factor) {
+  for (auto& l : n.links) l.a_to_b_bytes_per_s *= factor;
+  n.copy_engine_bytes_per_s *= factor;
+  return n;
+}
+
+}  // namespace chunkflow::test
