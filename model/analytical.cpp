@@ -43,7 +43,6 @@ double collective_inbound_bytes(const BlockCost& block, int ulysses_degree) {
 
 AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree) {
   AnalyticalResult r;
-  r.effective_gemm_flop_per_s = node.gemm_efficiency * node.peak_flop_per_s;
   r.h2d_bytes_per_s = node.h2d_bytes_per_s(0);
   if (cost.blocks.empty()) {
     r.regime = "compute-bound";
@@ -69,8 +68,12 @@ AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulys
   r.compute_time_s /= n;
   r.hideable_bytes /= n;
   r.prefetch_time_s = r.block_weight_bytes / r.h2d_bytes_per_s;
+  // η_comp·P_peak is the rate the block actually achieves, F_block / T_comp: it blends the GEMM
+  // and attention efficiencies, the HBM bound of small GEMMs and launch costs, so that F* and the
+  // regime agree with B_hide and the auto resident fraction (all from the same T_comp).
+  r.effective_flop_per_s = r.compute_time_s > 0 ? r.block_flop / r.compute_time_s : 0.0;
   // F* = η_comp·P_peak·(B_pref + B_coll_in) / (η_pref·BW_h2d), on the means.
-  r.critical_flop = r.effective_gemm_flop_per_s * (r.block_weight_bytes + r.collective_inbound_bytes) / r.h2d_bytes_per_s;
+  r.critical_flop = r.effective_flop_per_s * (r.block_weight_bytes + r.collective_inbound_bytes) / r.h2d_bytes_per_s;
   r.regime = r.block_flop < r.critical_flop ? "prefetch-bound" : "compute-bound";
   return r;
 }

@@ -1,6 +1,8 @@
 #pragma once
 // The first-order analytical model of layerwise offload (mission statement; issue 2 §2):
-//   T_comp = F_block / (η_comp · P_peak)
+//   T_comp = F_block / (η_comp · P_peak), with T_comp from stage_compute_time_s (GEMMs at the GEMM
+//            efficiency or the HBM bound, attention at its own efficiency), so η_comp · P_peak is
+//            the block's achieved rate F_block / T_comp
 //   T_pref = B_pref / (η_pref · BW_h2d)
 // with the collectives' bytes that arrive over the same host link counted against it:
 //   prefetch is hidden iff  B_pref + B_coll_in ≤ η_pref · BW_h2d · T_comp
@@ -30,7 +32,7 @@ struct AnalyticalResult {
   double collective_inbound_bytes = 0; ///< mean per block (B_coll_in)
   double compute_time_s = 0;         ///< mean T_comp per block
   double prefetch_time_s = 0;        ///< mean T_pref per block at resident fraction 0
-  double effective_gemm_flop_per_s = 0; ///< η_comp · P_peak used for F*
+  double effective_flop_per_s = 0;   ///< η_comp · P_peak used for F*: F_block / T_comp (means)
   double h2d_bytes_per_s = 0;        ///< η_pref · BW_h2d
   double critical_flop = 0;          ///< F* per block
   double hideable_bytes = 0;         ///< B_hide per block (mean)

@@ -248,6 +248,11 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
       const AnalyticalResult a = analyze(cost, s.node, s.workload.ulysses_degree);
       json j = model_json(s, cost, a);
       j["context"] = context_block(context.command_line);
+      // η_comp and η_pref as fractions (the calibrated ones with --calibration).
+      const double eta_comp = s.node.gemm_efficiency;
+      const double eta_pref = a.h2d_bytes_per_s / s.node.host_link(0).a_to_b_bytes_per_s;
+      j["analytical"]["eta_comp"] = eta_comp;
+      j["analytical"]["eta_pref"] = eta_pref;
       if (*json_out) {
         std::cout << j.dump(2) << "\n";
         return;
@@ -258,7 +263,10 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
                 << "workload: " << s.workload.height << "x" << s.workload.width << "x" << s.workload.frames << ", batch "
                 << s.workload.batch << ", Ulysses " << s.workload.ulysses_degree << " on " << s.node.id << ": "
                 << cost.tokens.video << " video + " << cost.tokens.text << " text tokens\n"
-                << "per rank and forward: " << fixed(cost.flop / 1e12, 2) << " TFLOP\n\n";
+                << "per rank and forward: " << fixed(cost.flop / 1e12, 2) << " TFLOP\n"
+                << (s.calibration_file.empty() ? "node parameters: built-in defaults (no --calibration)"
+                                               : "node parameters: calibrated by " + s.calibration_file)
+                << "\n\n";
       std::cout << format_table(
           {"quantity", "value", "unit"}, {"", "", ""},
           {{"block FLOPs per rank (F_block)", fixed(a.block_flop / 1e12, 3), "TFLOP"},
@@ -266,7 +274,9 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
            {"collective bytes in per block", fixed(a.collective_inbound_bytes / kMiB, 1), "MiB"},
            {"T_comp per block", ms(a.compute_time_s), "ms"},
            {"T_pref per block", ms(a.prefetch_time_s), "ms"},
-           {"eta_comp * P_peak", fixed(a.effective_gemm_flop_per_s / 1e12, 1), "TFLOP/s"},
+           {"eta_comp", fixed(eta_comp, 3), ""},
+           {"eta_pref", fixed(eta_pref, 3), ""},
+           {"eta_comp * P_peak", fixed(a.effective_flop_per_s / 1e12, 1), "TFLOP/s"},
            {"eta_pref * BW_h2d", fixed(a.h2d_bytes_per_s / 1e9, 1), "GB/s"},
            {"critical workload F*", fixed(a.critical_flop / 1e12, 3), "TFLOP"},
            {"hideable prefetch per block", fixed(a.hideable_bytes / kMiB, 1), "MiB"},

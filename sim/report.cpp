@@ -26,6 +26,7 @@ json scenario_json(const Scenario& s) {
   json j = json::object();
   j["name"] = s.name;
   j["file"] = s.file;
+  if (!s.calibration_file.empty()) j["calibration_file"] = s.calibration_file;
   const NodeSpec& n = s.node;
   json node = json::object();
   node["id"] = n.id;
@@ -42,6 +43,9 @@ json scenario_json(const Scenario& s) {
   node["collective"] = n.collective == CollectiveBackend::pcie_proxy ? "pcie-proxy" : "host-staged";
   node["collective_flow_bytes_per_s"] = n.collective_flow_bytes_per_s;
   node["collective_latency_s"] = n.collective_latency_s;
+  if (n.compute_slowdown_h2d > 0) node["compute_slowdown_h2d"] = n.compute_slowdown_h2d;
+  if (n.compute_slowdown_collective > 0) node["compute_slowdown_collective"] = n.compute_slowdown_collective;
+  if (!n.gemm_efficiency_tables.empty()) node["gemm_efficiency_tables"] = n.gemm_efficiency_tables.size();
   json links = json::array();
   for (const auto& l : n.links)
     links.push_back({{"name", l.name}, {"a", l.a}, {"b", l.b}, {"a_to_b_bytes_per_s", l.a_to_b_bytes_per_s},
@@ -91,7 +95,7 @@ json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResu
                      {"collective_inbound_bytes", a.collective_inbound_bytes},
                      {"compute_time_s", a.compute_time_s},
                      {"prefetch_time_s", a.prefetch_time_s},
-                     {"effective_gemm_flop_per_s", a.effective_gemm_flop_per_s},
+                     {"effective_flop_per_s", a.effective_flop_per_s},
                      {"h2d_bytes_per_s", a.h2d_bytes_per_s},
                      {"hideable_bytes", a.hideable_bytes},
                      {"auto_resident_fraction", a.auto_resident_fraction}};
