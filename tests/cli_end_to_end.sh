@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `chunkflow` program (issue 2 §5, §7): the commands run on real input,
+# JSON outputs carry the documented keys, and bad input exits 2 with a message naming the file or
+# option and field, leaving no output file behind.
+# Usage: tests/cli_end_to_end.sh path/to/chunkflow
+set -u
+bin="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passes=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name="$1"; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; failures=$((failures + 1)); fi
+}
+py=/usr/bin/python3
+
+# ---- good input --------------------------------------------------------------------------------
+"$bin" model --json > "$work/model.json"
+check "model --json has the documented keys" $py -c "
+import json,sys; j=json.load(open('$work/model.json'))
+for k in ['params_total','weight_bytes','tokens','flop_per_step','critical_flop','regime','context']: assert k in j, k
+assert j['params_total'] == 14288491584 and j['regime'] in ('prefetch-bound','compute-bound')"
+
+"$bin" simulate --frames 17 --json --trace "$work/trace.json" > "$work/sim.json"
+check "simulate --json has the documented keys" $py -c "
+import json; j=json.load(open('$work/sim.json'))
+for k in ['policy','step_time_s','peak_memory_bytes','compute_time_s','h2d_bytes','prefetch_stall_s','collective_time_s']: assert k in j, k
+assert j['step_time_s'] > 0"
+check "simulate --trace writes a Chrome trace" $py -c "
+import json; t=json.load(open('$work/trace.json')); assert len(t['traceEvents']) > 100 and t['displayTimeUnit'] == 'ms'"
+
+"$bin" sweep --scenario scenarios/flux-1024-u2-2xh100-pcie.json --chunk-mib-list 16,64 --resident-fractions auto,0 \
+  --out "$work/sweep" --no-plot > "$work/sweep.txt"
+check "sweep writes CSV and JSON" test -s "$work/sweep/sweep.csv" -a -s "$work/sweep/sweep.json"
+check "sweep prints a units row" grep -q "MiB" "$work/sweep.txt"
+for i in 0 1; do
+  "$bin" sweep --scenario scenarios/flux-1024-u2-2xh100-pcie.json --chunk-mib-list 16,64 --resident-fractions auto,0 \
+    --shard $i/2 --out "$work/shards" --no-plot > /dev/null
+done
+check "shards concatenate to the whole sweep" $py -c "
+import csv
+whole = sorted(tuple(r.values()) for r in csv.DictReader(open('$work/sweep/sweep.csv')))
+parts = sorted(tuple(r.values()) for i in (0, 1) for r in csv.DictReader(open(f'$work/shards/sweep.shard{i}of2.csv')))
+assert whole == parts, (len(whole), len(parts))"
+
+# ---- bad input: exit 2, a message naming file/option and field, no output left behind ------------
+expect_error() {  # expect_error NAME PATTERN ARGS...
+  local name="$1" pattern="$2"; shift 2
+  rm -rf "$work/bad" && mkdir -p "$work/bad"
+  "$bin" "$@" > "$work/bad/stdout" 2> "$work/err"
+  local rc=$?
+  rm -f "$work/bad/stdout"
+  check "$name: exit code 2 (got $rc)" test "$rc" -eq 2
+  check "$name: message matches '$pattern'" grep -q -- "$pattern" "$work/err"
+  check "$name: no output file left" test -z "$(ls -A "$work/bad")"
+}
+printf '{"name": "x", "node": ' > "$work/malformed.json"
+expect_error "malformed JSON" "malformed.json.*malformed JSON" simulate --scenario "$work/malformed.json" --trace "$work/bad/t.json"
+sed 's/"frames": 81/"frames": 80/' scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/frames.json"
+expect_error "frames not 4k+1 in a file" "frames.json: /workload/frames: expected" simulate --scenario "$work/frames.json" --trace "$work/bad/t.json"
+sed 's/"wan2.1-t2v-14b"/"wan3"/' scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/model.json"
+expect_error "unknown model in a file" "model.json: /workload/model" sweep --scenario "$work/model.json" --out "$work/bad/out"
+sed 's/"lookahead": 1/"lookahead": 1, "speed": 9/' scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/unknown.json"
+expect_error "unknown field" "/policy/speed: unknown field" simulate --scenario "$work/unknown.json"
+expect_error "unknown node" "--node.*2xh100-pcie" simulate --node dgx-z --trace "$work/bad/t.json"
+expect_error "unknown policy" "--policy" simulate --policy fastest --trace "$work/bad/t.json"
+expect_error "heads not divisible" "--ulysses" model --ulysses 3
+expect_error "frames option" "--frames.*4k+1" simulate --frames 10 --trace "$work/bad/t.json"
+expect_error "chunk size <= 0" "--chunk-mib" simulate --chunk-mib 0 --trace "$work/bad/t.json"
+expect_error "resident fraction > 1" "--resident-fraction" simulate --resident-fraction 1.5 --trace "$work/bad/t.json"
+expect_error "sweep list with a bad fraction" "--resident-fractions" sweep --resident-fractions 0,2 --out "$work/bad/out"
+expect_error "bad shard" "--shard" sweep --shard 3/2 --out "$work/bad/out"
+sed 's/"node": "2xh100-pcie"/"node": {"id": "2xh100-pcie", "copy_engine_bytes_per_s": -5}/' \
+  scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/bw.json"
+expect_error "non-positive bandwidth" "bw.json: /node/copy_engine_bytes_per_s" simulate --scenario "$work/bw.json" --trace "$work/bad/t.json"
+expect_error "missing scenario file" "nothere.json" simulate --scenario "$work/nothere.json"
+expect_error "unknown option" "--colour" simulate --colour red
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
