@@ -1,0 +1,295 @@
+// hw::lower: the stream/event mapping of a plan, chunk-slot placement, and the dataflow hazards
+// (hw/lowering.hpp). CPU only.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <queue>
+#include <set>
+
+#include "hw/lowering.hpp"
+#include "model/error.hpp"
+#include "runtime/policy.hpp"
+
+using namespace chunkflow;
+using namespace chunkflow::hw;
+
+namespace {
+
+struct Case {
+  std::string node, model;
+  int64_t height, width, frames;
+  int ulysses;
+  std::string policy;
+  double chunk_mib;
+  std::optional<double> resident;
+  int lookahead = 1;
+};
+
+StepPlan make_plan(const Case& c) {
+  Workload w;
+  w.model = c.model;
+  w.height = c.height;
+  w.width = c.width;
+  w.frames = c.frames;
+  w.ulysses_degree = c.ulysses;
+  PolicyConfig p;
+  p.policy = c.policy;
+  p.chunk_bytes = (c.chunk_mib > 0 ? c.chunk_mib : 64) * kMiB;
+  p.resident_fraction = c.resident;
+  p.lookahead = c.lookahead;
+  p.steps = 2;
+  return build_plan(w, node(c.node), p);
+}
+
+std::vector<Case> cases() {
+  return {
+      {"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 1, "chunkflow", 4, 0.3},
+      {"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 2, "chunkflow", 4, 0.0},
+      {"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 2, "layerwise", 0, 0.0},
+      {"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 2, "no-offload", 0, std::nullopt},
+      {"2xh100-pcie", "wan2.1-t2v-1.3b", 128, 128, 5, 2, "chunkflow", 3, 0.25, 2},
+      {"2xh100-pcie", "flux.1-dev", 256, 256, 1, 2, "chunkflow", 16, 0.1},
+      {"2xh100-pcie", "flux.1-dev", 256, 256, 1, 2, "layerwise", 0, 0.5},
+  };
+}
+
+std::string label(const Case& c) {
+  return c.node + " " + c.model + " P=" + std::to_string(c.ulysses) + " " + c.policy + " C=" +
+         std::to_string(c.chunk_mib) + "MiB";
+}
+
+/// Independent oracle: does `op` transitively depend on `before` (BFS over deps)?
+bool reaches(const StepPlan& plan, int op, int before) {
+  std::vector<bool> seen(plan.ops.size(), false);
+  std::queue<int> q;
+  q.push(op);
+  while (!q.empty()) {
+    const int v = q.front();
+    q.pop();
+    for (int d : plan.ops[size_t(v)].deps) {
+      if (d == before) return true;
+      if (!seen[size_t(d)]) {
+        seen[size_t(d)] = true;
+        q.push(d);
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("every data dep across lanes becomes exactly one event wait; same-lane deps none", "[hw][lowering]") {
+  for (const auto& c : cases()) {
+    INFO(label(c));
+    const StepPlan plan = make_plan(c);
+    const NodeSpec n = node(c.node);
+    const Program p = lower(plan, n);
+    REQUIRE(p.ops.size() == plan.ops.size());
+    size_t waits = 0;
+    for (const auto& op : plan.ops) {
+      std::set<int> expected;
+      for (int d : op.data_deps)
+        if (plan.ops[size_t(d)].lane != op.lane && plan.ops[size_t(d)].rank == op.rank) expected.insert(d);
+      const auto& got = p.ops[size_t(op.id)].waits;
+      INFO("op " << op.name);
+      CHECK(std::set<int>(got.begin(), got.end()) == expected);
+      CHECK(got.size() == expected.size());  // no duplicate waits
+      for (int d : got) CHECK(plan.ops[size_t(d)].lane != op.lane);
+      waits += got.size();
+    }
+    if (c.policy != "no-offload" || c.ulysses > 1) CHECK(waits > 0);
+  }
+}
+
+TEST_CASE("enqueue order is topological and keeps each lane's FIFO order", "[hw][lowering]") {
+  for (const auto& c : cases()) {
+    INFO(label(c));
+    const StepPlan plan = make_plan(c);
+    const Program p = lower(plan, node(c.node));
+    REQUIRE(p.order.size() == plan.ops.size());
+    std::vector<int> pos(plan.ops.size(), -1);
+    for (size_t i = 0; i < p.order.size(); ++i) pos[size_t(p.order[i])] = int(i);
+    for (const auto& op : plan.ops)
+      for (int d : op.deps) CHECK(pos[size_t(d)] < pos[size_t(op.id)]);
+  }
+}
+
+TEST_CASE("chunk slots: chunk bytes ≤ slot bytes, no slot refilled while a reader of its chunk may run",
+          "[hw][lowering][slots]") {
+  for (const auto& c : cases()) {
+    if (c.policy == "no-offload") continue;
+    INFO(label(c));
+    const StepPlan plan = make_plan(c);
+    const Program p = lower(plan, node(c.node));
+    REQUIRE(p.slot_count == plan.info.slot_count);
+    // Readers of every H2D op, from the lowered pieces.
+    std::map<int, std::vector<int>> readers;
+    for (const auto& op : p.ops)
+      for (const auto& piece : op.linear.pieces)
+        if (!piece.resident) readers[piece.h2d_op].push_back(op.id);
+    std::map<std::pair<int, int>, int> last_fill;  // (rank, slot) → h2d op
+    for (const auto& op : plan.ops) {
+      if (op.kind != OpKind::h2d) continue;
+      const auto& o = p.ops[size_t(op.id)];
+      CHECK(o.h2d_bytes <= p.slot_bytes);
+      CHECK(o.device_offset % kAlignBytes == o.host_offset % kAlignBytes - p.block_host_offset[size_t(op.block)] % kAlignBytes);
+      CHECK(o.device_offset >= int64_t(o.slot) * p.slot_stride_bytes);
+      CHECK(o.device_offset + o.h2d_bytes <= int64_t(o.slot + 1) * p.slot_stride_bytes);
+      const auto key = std::make_pair(op.rank, op.slot);
+      if (auto it = last_fill.find(key); it != last_fill.end()) {
+        for (int r : readers[it->second]) {
+          INFO("slot " << op.slot << ": " << op.name << " refills it; " << plan.ops[size_t(r)].name
+                       << " reads the previous chunk " << plan.ops[size_t(it->second)].name);
+          CHECK(reaches(plan, op.id, r));
+        }
+      }
+      last_fill[key] = op.id;
+    }
+  }
+}
+
+TEST_CASE("all chunks of a linear are found: pieces tile its weights and each read follows its H2D",
+          "[hw][lowering][slots]") {
+  for (const auto& c : cases()) {
+    INFO(label(c));
+    const StepPlan plan = make_plan(c);
+    const Program p = lower(plan, node(c.node));
+    int offloaded_linears = 0;
+    for (const auto& op : p.ops) {
+      if (op.work != Work::linear) continue;
+      const auto& l = op.linear;
+      REQUIRE(!l.pieces.empty());
+      int64_t x = l.layout_begin;
+      for (const auto& piece : l.pieces) {
+        CHECK(piece.layout_begin == x);
+        CHECK(piece.layout_end > piece.layout_begin);
+        x = piece.layout_end;
+        if (piece.resident) {
+          CHECK(piece.layout_end <= p.block_resident_bytes[size_t(op.block)]);
+          CHECK(piece.device_offset % kAlignBytes == piece.layout_begin % kAlignBytes);
+        } else {
+          ++offloaded_linears;
+          const auto& h = plan.ops[size_t(piece.h2d_op)];
+          CHECK(h.kind == OpKind::h2d);
+          CHECK(h.block == op.block);
+          CHECK(h.rank == op.rank);
+          CHECK(h.src_offset_bytes <= double(piece.layout_begin));
+          CHECK(h.src_offset_bytes + h.bytes >= double(piece.layout_end) - 0.5);
+          CHECK(reaches(plan, op.id, piece.h2d_op));
+          // The op waits for that chunk directly (the plan's data dep) and the step matches.
+          CHECK(h.step == op.step);
+          // Address ≡ layout offset (mod 256) everywhere: the bit-exactness argument.
+          CHECK(piece.device_offset % kAlignBytes == piece.layout_begin % kAlignBytes);
+        }
+      }
+      CHECK(x == l.layout_begin + l.weight_bytes);
+      CHECK(l.gather() == (l.pieces.size() > 1));
+    }
+    if (c.policy == "no-offload") CHECK(offloaded_linears == 0);
+    else CHECK(offloaded_linears > 0);
+  }
+}
+
+TEST_CASE("resident bytes per block match the plan's resident weight bytes", "[hw][lowering]") {
+  for (const auto& c : cases()) {
+    INFO(label(c));
+    const StepPlan plan = make_plan(c);
+    const Program p = lower(plan, node(c.node));
+    double resident = double(p.non_block_weight_bytes);
+    for (int64_t b : p.block_resident_bytes) resident += double(b);
+    CHECK(resident == Approx(plan.info.resident_weight_bytes).margin(double(p.block_bytes.size())));
+  }
+}
+
+TEST_CASE("dataflow: collectives send what their producer wrote, consumers read what they received",
+          "[hw][lowering][dataflow]") {
+  const Case c{"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 2, "chunkflow", 4, 0.0};
+  const StepPlan plan = make_plan(c);
+  const Program p = lower(plan, node(c.node));
+  CHECK(p.proxy);
+  int packs = 0, attention_from_recv = 0, linear_from_recv = 0;
+  for (const auto& op : p.ops) {
+    packs += int(op.packs.size());
+    if (op.work == Work::attention)
+      for (bool b : op.attention.from_recv) attention_from_recv += b;
+    if (op.work == Work::linear && op.linear.input == LinearInput::recv_o) {
+      ++linear_from_recv;
+      CHECK(op.linear.recv_o_bytes > 0);
+    }
+    for (const auto& pk : op.packs) {
+      CHECK(op.lane == Lane::compute);
+      CHECK(pk.bytes > 0);
+    }
+  }
+  int collectives = 0;
+  for (const auto& op : plan.ops) collectives += op.kind == OpKind::collective;
+  CHECK(collectives > 0);
+  CHECK(packs > 0);
+  CHECK(attention_from_recv > 0);
+  CHECK(linear_from_recv > 0);
+  // Identical dataflow for no-offload: the same compute ops read the same sources.
+  Case base = c;
+  base.policy = "no-offload";
+  const Program q = lower(make_plan(base), node(c.node));
+  std::vector<const OpProgram*> a, b;
+  for (const auto& op : p.ops) if (op.lane == Lane::compute) a.push_back(&op);
+  for (const auto& op : q.ops) if (op.lane == Lane::compute) b.push_back(&op);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i]->name);
+    CHECK(a[i]->name == b[i]->name);
+    CHECK(a[i]->linear.input == b[i]->linear.input);
+    CHECK(a[i]->attention.from_recv == b[i]->attention.from_recv);
+    CHECK(a[i]->packs == b[i]->packs);
+  }
+}
+
+TEST_CASE("a plan missing the dependency that frees a slot is rejected, naming the ops", "[hw][lowering][slots]") {
+  const Case c{"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 1, "chunkflow", 4, 0.0};
+  StepPlan plan = make_plan(c);
+  // Drop the release dep of the first H2D op that refills a slot.
+  bool dropped = false;
+  for (auto& op : plan.ops) {
+    if (op.kind != OpKind::h2d || op.data_deps.empty()) continue;
+    const int release = op.data_deps.front();
+    if (plan.ops[size_t(release)].kind != OpKind::compute) continue;
+    op.data_deps.erase(op.data_deps.begin());
+    op.deps.erase(std::find(op.deps.begin(), op.deps.end(), release));
+    dropped = true;
+    break;
+  }
+  REQUIRE(dropped);
+  CHECK_THROWS_WITH(lower(plan, node(c.node)), Catch::Contains("slot") && Catch::Contains("still reads"));
+}
+
+TEST_CASE("a compute op that does not wait for its chunk is rejected", "[hw][lowering][slots]") {
+  const Case c{"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 1, "chunkflow", 4, 0.0};
+  StepPlan plan = make_plan(c);
+  // Remove every H2D dep of the first compute op that has one (the runtime's compute ops wait on
+  // their chunks directly; without it nothing orders the read after the copy).
+  for (auto& op : plan.ops) {
+    if (op.kind != OpKind::compute) continue;
+    std::vector<int> keep;
+    bool had = false;
+    for (int d : op.data_deps) {
+      if (plan.ops[size_t(d)].kind == OpKind::h2d) had = true;
+      else keep.push_back(d);
+    }
+    if (!had) continue;
+    op.data_deps = keep;
+    std::vector<int> deps;
+    for (int d : op.deps)
+      if (plan.ops[size_t(d)].kind != OpKind::h2d) deps.push_back(d);
+    op.deps = deps;
+    break;
+  }
+  CHECK_THROWS_WITH(lower(plan, node(c.node)), Catch::Contains("no H2D chunk it depends on"));
+}
+
+TEST_CASE("the harness runs bf16 only", "[hw][lowering]") {
+  const Case c{"1xh100-sxm", "wan2.1-t2v-1.3b", 128, 128, 5, 1, "no-offload", 0, std::nullopt};
+  StepPlan plan = make_plan(c);
+  plan.workload.dtype_bytes = 4;
+  CHECK_THROWS_AS(lower(plan, node(c.node)), InputError);
+}
