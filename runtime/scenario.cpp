@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/calibration.hpp"
 #include "model/error.hpp"
 
 namespace chunkflow {
@@ -105,6 +106,8 @@ std::map<std::string, std::function<void(NodeSpec&, double)>> node_overrides() {
       {"h2d_latency_s", [](NodeSpec& n, double v) { n.h2d_latency_s = v; }},
       {"collective_flow_bytes_per_s", [](NodeSpec& n, double v) { n.collective_flow_bytes_per_s = v; }},
       {"collective_latency_s", [](NodeSpec& n, double v) { n.collective_latency_s = v; }},
+      {"compute_slowdown_h2d", [](NodeSpec& n, double v) { n.compute_slowdown_h2d = v; }},
+      {"compute_slowdown_collective", [](NodeSpec& n, double v) { n.compute_slowdown_collective = v; }},
       {"h2d_link_bytes_per_s", all_links(&LinkSpec::a_to_b_bytes_per_s)},
       {"d2h_link_bytes_per_s", all_links(&LinkSpec::b_to_a_bytes_per_s)},
       {"duplex_bytes_per_s", all_links(&LinkSpec::duplex_bytes_per_s)},
@@ -226,6 +229,7 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
   app.add_option("--frames", o.frames, "Frames (4k+1 for video models, 1 for images)");
   app.add_option("--batch", o.batch, "Batch per forward");
   app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads)");
+  app.add_option("--calibration", o.calibration_file, "Calibration JSON (chunkflow calibrate) applied to the node");
   if (!with_policy) return;
   app.add_option("--policy", o.policy, "no-offload | layerwise | chunkflow");
   app.add_option("--chunk-mib", o.chunk_mib, "Chunk size in MiB (chunkflow)");
@@ -298,6 +302,10 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
     throw InputError(o.ulysses ? "" : s.file, o.ulysses ? "--ulysses" : "/workload/ulysses_degree",
                      "expected at most " + std::to_string(s.node.gpu_count) + " (GPUs of node " + s.node.id +
                          "), got " + std::to_string(w.ulysses_degree));
+  if (!o.calibration_file.empty()) {
+    apply_calibration(load_calibration(o.calibration_file), s.node);
+    s.calibration_file = o.calibration_file;
+  }
   return s;
 }
 

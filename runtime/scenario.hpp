@@ -21,6 +21,7 @@ struct Scenario {
   NodeSpec node;
   Workload workload;
   PolicyConfig policy;
+  std::string calibration_file;  ///< the --calibration applied to `node` ("" = none)
 };
 
 /// The embedded default: Wan2.1-T2V-14B, 480×832, 81 frames, batch 1, Ulysses 2 on 2xh100-pcie,
@@ -43,15 +44,18 @@ struct ScenarioOptions {
   std::optional<int64_t> height, width, frames, batch;
   std::optional<int> ulysses, lookahead, steps;
   std::optional<double> chunk_mib;
+  std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };
 
-/// Adds --scenario --node --model --height --width --frames --batch --ulysses, and with
+/// Adds --scenario --node --model --height --width --frames --batch --ulysses --calibration, and with
 /// `with_policy` also --policy --chunk-mib --resident-fraction --lookahead (and --steps when
 /// `with_steps`), to a CLI11 (sub)command.
 void add_scenario_options(CLI::App& app, ScenarioOptions& options, bool with_policy, bool with_steps);
 
-/// The default scenario (or the --scenario file) with the overrides applied, validated.
-/// Throws InputError (field = the option name, e.g. "--frames") for bad values.
+/// The default scenario (or the --scenario file) with the overrides applied, validated; then the
+/// --calibration file, if any, applied to the node (model/calibration.hpp apply_calibration).
+/// Throws InputError (field = the option name, e.g. "--frames") for bad values, and InputError
+/// naming the calibration file and the JSON pointer for a bad calibration.
 Scenario resolve_scenario(const ScenarioOptions& options);
 
 }  // namespace chunkflow

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   try {
     chunkflow::register_simulator_commands(app, context);
+    chunkflow::register_calibration_commands(app, context);
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) return chunkflow::run_main_job(context, out_dir);
     return 0;

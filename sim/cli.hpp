@@ -19,6 +19,9 @@ struct CliContext {
 /// `model`, `simulate`, `sweep`, `bench`, and the main job (no subcommand).
 void register_simulator_commands(CLI::App& app, const CliContext& context);
 
+/// `calibrate`, `compare`, `validate` and `tune` (sim/cli_calibration.cpp).
+void register_calibration_commands(CLI::App& app, const CliContext& context);
+
 /// The main job: the default sweep of the embedded default scenario, table on stdout, CSV, JSON
 /// and PNG under `out_dir`.
 int run_main_job(const CliContext& context, const std::string& out_dir);

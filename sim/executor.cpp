@@ -55,6 +55,8 @@ class Simulation {
       }
     }
     memory_.assign(plan.info.ranks, plan.info.resident_weight_bytes + plan.info.activation_bytes);
+    in_flight_h2d_.assign(plan.info.ranks, 0);
+    in_flight_collective_.assign(plan.info.ranks, 0);
     peak_ = *std::max_element(memory_.begin(), memory_.end());
     for (const auto& dir : topology_.link_directions()) {
       link_names_.push_back(dir.link + "." + (dir.from == Topology::kHostVertex ? "h2d" : dir.to == Topology::kHostVertex ? "d2h" : dir.from + "->" + dir.to));
@@ -114,7 +116,12 @@ class Simulation {
     }
     start_op(id);
     if (op.kind == OpKind::compute) {
-      const double d = op.stage >= 0 ? stage_compute_time_s(plan_.stage_of(op), node_) : 0.0;
+      double d = op.stage >= 0 ? stage_compute_time_s(plan_.stage_of(op), node_) : 0.0;
+      // Calibrated interference (NodeSpec::compute_slowdown_*): a compute op that starts while an
+      // H2D copy or a collective of its rank is in flight runs (1 + s) × longer. First order: the
+      // state at the op's start decides, it is not re-evaluated while the op runs.
+      d *= 1.0 + (in_flight_h2d_[op.rank] > 0 ? node_.compute_slowdown_h2d : 0.0) +
+           (in_flight_collective_[op.rank] > 0 ? node_.compute_slowdown_collective : 0.0);
       push(now_ + d, EventKind::op_end, id, false);
     } else {
       push(now_ + node_.h2d_latency_s, EventKind::flows_start, id, false);
@@ -125,6 +132,8 @@ class Simulation {
     const PlanOp& op = plan_.ops[id];
     start_s_[id] = now_;
     ++event_count_;
+    if (op.kind == OpKind::h2d) ++in_flight_h2d_[op.rank];
+    if (op.kind == OpKind::collective) ++in_flight_collective_[op.rank];
     if (op.alloc_bytes > 0) {
       memory_[op.rank] += op.alloc_bytes;
       peak_ = std::max(peak_, memory_[op.rank]);
@@ -135,6 +144,8 @@ class Simulation {
   void end_op(int id) {
     const PlanOp& op = plan_.ops[id];
     end_s_[id] = now_;
+    if (op.kind == OpKind::h2d) --in_flight_h2d_[op.rank];
+    if (op.kind == OpKind::collective) --in_flight_collective_[op.rank];
     if (op.free_bytes > 0) {
       memory_[op.rank] -= op.free_bytes;
       sample_memory(op.rank);
@@ -286,6 +297,7 @@ class Simulation {
   std::vector<Group> groups_;
   std::vector<ActiveFlow> flows_;
   std::vector<double> memory_;
+  std::vector<int> in_flight_h2d_, in_flight_collective_;  ///< per rank, ops started and not ended
   double peak_ = 0;
   std::vector<MemorySample> samples_;
   std::vector<std::string> link_names_;

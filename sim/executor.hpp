@@ -7,7 +7,9 @@
 //  - An op starts when all its dependencies have ended; a collective starts when every rank's op
 //    of its group can start (a barrier), as NCCL's all-to-all does.
 //  - Compute op time: model/analytical.hpp stage_compute_time_s (FLOPs / (η · peak), HBM bound for
-//    small GEMMs, plus a launch cost).
+//    small GEMMs, plus a launch cost), × (1 + compute_slowdown_h2d) when an H2D op of its rank is
+//    in flight at its start and + compute_slowdown_collective when a collective is (calibrated,
+//    model/calibration.hpp; both 0 by default).
 //  - H2D op: h2d_latency_s, then one flow host→gpu<rank> capped at copy_engine_bytes_per_s.
 //  - All-to-all (per-rank buffer S, degree P): collective_latency_s, then per-peer flows capped at
 //    collective_flow_bytes_per_s: host_staged: S/P bytes from every rank to every other rank, routed

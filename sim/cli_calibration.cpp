@@ -1,0 +1,432 @@
+// `chunkflow calibrate | compare | validate | tune`: calibration from microbenchmarks, prediction
+// against measurement, validation on held-out measured runs, and tuning under a memory budget.
+// Computation lives in model/calibration.*, traces/compare.*, sim/validate.*, sim/tune.*; this
+// file parses options and reports (console tables with a units row, JSON, PNG through scripts/).
+// No output file is written unless everything before it succeeded (write_file_atomic).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "model/analytical.hpp"
+#include "model/calibration.hpp"
+#include "model/error.hpp"
+#include "runtime/scenario.hpp"
+#include "sim/cli.hpp"
+#include "sim/report.hpp"
+#include "sim/sweep.hpp"
+#include "sim/tune.hpp"
+#include "sim/validate.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/compare.hpp"
+
+namespace chunkflow {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string pct(double fraction) { return std::isfinite(fraction) ? fixed(fraction * 100.0, 2) : "n/a"; }
+std::string ms(double s) { return fixed(s * 1e3, 3); }
+
+/// Runs scripts/<script> with args; a warning (not an error) when python/matplotlib is missing.
+void plot(const CliContext& context, const std::string& script, const std::vector<std::string>& args, const std::string& png) {
+  const std::string path = find_script(context, script);
+  const int rc = path.empty() ? 127 : run_python(path, args);
+  if (rc != 0)
+    std::cerr << "chunkflow: warning: no plot " << png << " (scripts/" << script
+              << " with /usr/bin/python3 and matplotlib; exit " << rc << ")\n";
+}
+
+/// Reads a Chrome trace; errors become InputError naming the option and the file.
+Timeline read_trace_file(const std::string& path, const std::string& option) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, option, "cannot open the trace file");
+  try {
+    return read_chrome_trace(in, path);
+  } catch (const std::exception& e) {
+    throw InputError("", option, e.what());
+  }
+}
+
+/// The node a microbenchmark file was measured on: --node, else the files' context "node", else
+/// the GPU name ("PCIe" → 2xh100-pcie, "H100" otherwise → 1xh100-sxm).
+NodeSpec node_for(const std::string& option, const std::vector<MeasurementFile>& files) {
+  if (!option.empty()) return node(option, "--node");
+  for (const auto& f : files) {
+    auto it = f.context.find("node");
+    if (it != f.context.end()) return node(it->second, "--node");
+  }
+  for (const auto& f : files)
+    for (const char* k : {"gpu_name", "gpu", "device"}) {
+      auto it = f.context.find(k);
+      if (it == f.context.end()) continue;
+      if (it->second.find("PCIe") != std::string::npos) return node("2xh100-pcie", "--node");
+      if (it->second.find("H100") != std::string::npos) return node("1xh100-sxm", "--node");
+    }
+  throw InputError("", "--node", "the measurement files name no node or known GPU; give --node (one of 2xh100-pcie, 1xh100-sxm)");
+}
+
+std::string fmt_param(const std::string& name, double v) {
+  if (name.find("bytes_per_s") != std::string::npos) return fixed(v / 1e9, 3) + " GB/s";
+  if (name.find("flop_per_s") != std::string::npos) return fixed(v / 1e12, 1) + " TFLOP/s";
+  if (name.size() > 2 && name.compare(name.size() - 2, 2, "_s") == 0) return fixed(v * 1e6, 3) + " us";
+  if (name.find("bytes") != std::string::npos) return fixed(v / (1024.0 * 1024.0), 3) + " MiB";
+  return fixed(v, 4);
+}
+
+// ---- calibrate -----------------------------------------------------------------------------------
+
+struct CalibrateOptions {
+  std::vector<std::string> measurements;
+  std::string out;
+  std::string node;
+  std::string plot_png;
+  bool json_stdout = false;
+};
+
+void do_calibrate(const CliContext& context, const CalibrateOptions& o) {
+  std::vector<MeasurementFile> files;
+  for (const auto& p : o.measurements) files.push_back(read_measurement_file(p));
+  const NodeSpec n = node_for(o.node, files);
+  const Calibration c = fit_calibration(files, n);
+  json ctx = context_block(context.command_line);
+  ctx["source"] = "calibration";
+  const std::string text = calibration_to_json(c, ctx.dump());
+  write_file_atomic(o.out, text);
+  if (o.json_stdout) {
+    std::cout << text;
+  } else {
+    std::cout << "calibration of node " << n.id << " from " << files.size() << " measurement file(s)\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& f : c.fits) {
+      std::string params;
+      for (const auto& [k, v] : f.parameters) params += (params.empty() ? "" : ", ") + k + " " + fmt_param(k, v);
+      rows.push_back({f.name, f.measurement_key, std::to_string(f.points.size()),
+                      std::isfinite(f.r_squared) ? fixed(f.r_squared, 5) : "n/a", pct(f.max_relative_residual), params});
+    }
+    std::cout << format_table({"fit", "measurement", "points", "R^2", "max_rel_residual", "parameters"},
+                              {"", "", "", "", "%", ""}, rows);
+    for (const auto& s : c.skipped) std::cout << "skipped: " << s << "\n";
+    std::cout << "\nwrote " << o.out << "\n";
+  }
+  if (!o.plot_png.empty()) plot(context, "plot_calibration.py", {o.out, o.plot_png}, o.plot_png);
+}
+
+// ---- compare -------------------------------------------------------------------------------------
+
+struct CompareOptions {
+  std::string predicted, measured, plot_png;
+  bool json_stdout = false;
+};
+
+void do_compare(const CliContext& context, const CompareOptions& o) {
+  const Timeline p = read_trace_file(o.predicted, "--predicted");
+  const Timeline m = read_trace_file(o.measured, "--measured");
+  Comparison c;
+  try {
+    c = compare(p, m);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", "--predicted/--measured", e.what());
+  }
+  if (o.json_stdout) {
+    json j = json::parse(comparison_to_json(c));
+    j["context"] = context_block(context.command_line);
+    j["predicted_file"] = o.predicted;
+    j["measured_file"] = o.measured;
+    // Flat headline errors beside comparison_to_json's nested figures (signed, relative to measured).
+    auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+    j["step_time_error"] = num(c.step_time_error);
+    j["lane_busy_time_error"] = {{"compute", num(c.compute_time_error)}, {"h2d", num(c.h2d_time_error)},
+                                 {"comm", num(c.comm_time_error)}};
+    j["prefetch_stall_error"] = num(relative_error(c.prefetch_stall_predicted_s, c.prefetch_stall_measured_s));
+    j["collective_time_error"] = num(relative_error(c.collective_time_predicted_s, c.collective_time_measured_s));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "prediction " << o.predicted << " against measurement " << o.measured << " (step " << c.step << ", "
+              << c.matched_ops << " ops matched by id, " << c.unmatched_predicted << " only predicted, "
+              << c.unmatched_measured << " only measured)\n\n";
+    std::cout << format_table(
+        {"quantity", "predicted", "measured", "error"}, {"", "ms", "ms", "%"},
+        {{"step time", ms(c.step_time_predicted_s), ms(c.step_time_measured_s), pct(c.step_time_error)},
+         {"compute lane busy", ms(c.compute_time_predicted_s), ms(c.compute_time_measured_s), pct(c.compute_time_error)},
+         {"h2d lane busy", ms(c.h2d_time_predicted_s), ms(c.h2d_time_measured_s), pct(c.h2d_time_error)},
+         {"comm lane busy", ms(c.comm_time_predicted_s), ms(c.comm_time_measured_s), pct(c.comm_time_error)},
+         {"prefetch stall", ms(c.prefetch_stall_predicted_s), ms(c.prefetch_stall_measured_s),
+          pct(relative_error(c.prefetch_stall_predicted_s, c.prefetch_stall_measured_s))},
+         {"collective time", ms(c.collective_time_predicted_s), ms(c.collective_time_measured_s),
+          pct(relative_error(c.collective_time_predicted_s, c.collective_time_measured_s))}});
+    std::cout << "\nper-op duration |error| over " << c.step_ops << " ops of the step: median " << pct(c.op_error_median)
+              << " %, p90 " << pct(c.op_error_p90) << " %, max " << pct(c.op_error_max) << " %\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& w : c.worst)
+      rows.push_back({std::to_string(w.op_id), w.name, to_string(w.lane), std::to_string(w.rank), ms(w.predicted_s),
+                      ms(w.measured_s), ms(w.error_s), pct(w.relative_error)});
+    std::cout << "ops that differ most\n"
+              << format_table({"op_id", "name", "lane", "rank", "predicted", "measured", "error", "error"},
+                              {"", "", "", "", "ms", "ms", "ms", "%"}, rows);
+  }
+  if (!o.plot_png.empty()) plot(context, "plot_timeline.py", {o.predicted, o.measured, o.plot_png}, o.plot_png);
+}
+
+// ---- validate ------------------------------------------------------------------------------------
+
+struct ValidateOptions {
+  std::string measured_dir, calibration, plot_png, json_out;
+  bool json_stdout = false;
+};
+
+json validation_json(const CliContext& context, const ValidateOptions& o, const ValidationResult& v) {
+  json j = json::object();
+  j["context"] = context_block(context.command_line);
+  j["measured_dir"] = o.measured_dir;
+  j["calibration_file"] = o.calibration;
+  j["held_out_runs"] = v.held_out;
+  j["mean_abs_error"] = v.mean_abs_error;
+  j["max_abs_error"] = v.max_abs_error;
+  json rows = json::array();
+  for (const auto& r : v.rows)
+    rows.push_back({{"summary_file", r.run.summary_path},
+                    {"trace_file", r.run.trace_path},
+                    {"device", r.run.device},
+                    {"scenario", r.run.scenario_name},
+                    {"policy", r.run.policy},
+                    {"chunk_mib", r.run.options.chunk_mib.value_or(0.0)},
+                    {"resident_fraction", r.run.options.resident_fraction.value_or("")},
+                    {"measured_step_time_s", r.run.measured_step_time_s},
+                    {"predicted_step_time_s", r.predicted_step_time_s},
+                    {"error", r.error},
+                    {"used_for_fitting", r.used_for_fitting}});
+  j["runs"] = rows;
+  return j;
+}
+
+void do_validate(const CliContext& context, const ValidateOptions& o) {
+  const auto runs = find_measured_runs(o.measured_dir);
+  const ValidationResult v = validate_runs(runs, o.calibration);
+  const json j = validation_json(context, o, v);
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, j.dump(2) + "\n");
+  if (o.json_stdout) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : v.rows)
+      rows.push_back({r.run.scenario_name, r.run.policy, ms(r.run.measured_step_time_s), ms(r.predicted_step_time_s),
+                      pct(r.error), r.used_for_fitting ? "fit (excluded)" : "held out"});
+    std::cout << "validation of " << runs.size() << " measured run(s) in " << o.measured_dir
+              << (o.calibration.empty() ? " (uncalibrated node parameters)" : " with calibration " + o.calibration) << "\n\n"
+              << format_table({"scenario", "policy", "measured", "predicted", "error", "use"}, {"", "", "ms", "ms", "%", ""}, rows)
+              << "\nheld-out runs " << v.held_out << ": mean |error| " << pct(v.mean_abs_error) << " %, max |error| "
+              << pct(v.max_abs_error) << " %\n";
+  }
+  if (!o.plot_png.empty()) {
+    if (o.json_out.empty()) {
+      const fs::path tmp = fs::temp_directory_path() / ("chunkflow-validate-" + std::to_string(::getpid()) + ".json");
+      write_file_atomic(tmp.string(), j.dump(2) + "\n");
+      plot(context, "plot_validation.py", {tmp.string(), o.plot_png}, o.plot_png);
+      std::error_code ec;
+      fs::remove(tmp, ec);
+    } else {
+      plot(context, "plot_validation.py", {o.json_out, o.plot_png}, o.plot_png);
+    }
+  }
+}
+
+// ---- tune ----------------------------------------------------------------------------------------
+
+struct TuneOptions {
+  ScenarioOptions scenario;
+  double budget_gib = 0;
+  std::string policies = "no-offload,layerwise,chunkflow";
+  std::string chunk_mib = "8,16,32,64,128,256";
+  std::string resident_fractions = "auto,0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1";
+  int lookahead = 1;
+  std::string out_dir = "out";
+  bool plot = true;
+  bool json_stdout = false;
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+SweepGrid tune_grid(const TuneOptions& o) {
+  SweepGrid g = default_tune_grid();
+  g.policies = split(o.policies);
+  const auto known = policy_names();
+  if (g.policies.empty()) throw InputError("", "--policies", "expected a comma-separated list of policies");
+  for (const auto& p : g.policies)
+    if (std::find(known.begin(), known.end(), p) == known.end())
+      throw InputError("", "--policies", "expected no-offload, layerwise or chunkflow, got \"" + p + "\"");
+  g.chunk_mib.clear();
+  for (const auto& c : split(o.chunk_mib)) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(c, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != c.size() || !(v > 0) || !std::isfinite(v))
+      throw InputError("", "--chunk-mib-list", "expected chunk sizes > 0 MiB, got \"" + c + "\"");
+    g.chunk_mib.push_back(v);
+  }
+  if (g.chunk_mib.empty()) throw InputError("", "--chunk-mib-list", "expected a comma-separated list of sizes > 0 MiB");
+  g.resident_fractions.clear();
+  for (const auto& r : split(o.resident_fractions)) {
+    if (r == "auto") {
+      g.resident_fractions.push_back(std::nullopt);
+      continue;
+    }
+    std::size_t used = 0;
+    double v = -1;
+    try {
+      v = std::stod(r, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != r.size() || !(v >= 0 && v <= 1))
+      throw InputError("", "--resident-fractions", "expected numbers in [0, 1] or auto, got \"" + r + "\"");
+    g.resident_fractions.push_back(v);
+  }
+  if (g.resident_fractions.empty()) throw InputError("", "--resident-fractions", "expected a comma-separated list");
+  if (o.lookahead < 1) throw InputError("", "--lookahead", "expected an integer ≥ 1, got " + std::to_string(o.lookahead));
+  g.lookahead = o.lookahead;
+  return g;
+}
+
+json tune_row_json(const SweepRow& r) {
+  return {{"config_index", r.config_index},
+          {"policy", r.plan.policy},
+          {"chunk_bytes", r.plan.chunk_bytes},
+          {"resident_fraction", r.plan.resident_fraction},
+          {"resident_fraction_auto", r.plan.resident_fraction_auto},
+          {"lookahead", r.plan.lookahead},
+          {"step_time_s", r.summary.step_time_s},
+          {"peak_memory_bytes", r.summary.peak_memory_bytes},
+          {"prefetch_stall_s", r.summary.prefetch_stall_s}};
+}
+
+void do_tune(const CliContext& context, const TuneOptions& o) {
+  if (!(o.budget_gib > 0) || !std::isfinite(o.budget_gib))
+    throw InputError("", "--memory-budget-gib", "expected a positive number of GiB, got " + fixed(o.budget_gib, 3));
+  const Scenario s = resolve_scenario(o.scenario);
+  const SweepGrid grid = tune_grid(o);
+  const TuneResult t = tune(s, grid, o.budget_gib * kGiB);
+  json j = json::object();
+  j["context"] = context_block(context.command_line);
+  j["scenario"] = scenario_json(s);
+  j["memory_budget_bytes"] = t.budget_bytes;
+  j["best"] = tune_row_json(t.candidates[t.best]);
+  json frontier = json::array(), all = json::array();
+  for (int i : t.frontier) {
+    json r = tune_row_json(t.candidates[i]);
+    r["within_budget"] = t.candidates[i].summary.peak_memory_bytes <= t.budget_bytes;
+    frontier.push_back(r);
+  }
+  for (const auto& c : t.candidates) {
+    json r = tune_row_json(c);
+    r["within_budget"] = c.summary.peak_memory_bytes <= t.budget_bytes;
+    all.push_back(r);
+  }
+  j["frontier"] = frontier;
+  j["candidates"] = all;
+  std::string js, png;
+  if (!o.out_dir.empty()) {
+    fs::create_directories(o.out_dir);
+    js = (fs::path(o.out_dir) / "tune.json").string();
+    write_file_atomic(js, j.dump(2) + "\n");
+  }
+  if (o.json_stdout) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    const SweepRow& b = t.candidates[t.best];
+    auto describe = [](const SweepRow& r) {
+      return r.plan.policy + (r.plan.policy == "chunkflow" ? ", chunk " + fixed(r.plan.chunk_bytes / kMiB, 0) + " MiB" : "") +
+             ", resident fraction " + fixed(r.plan.resident_fraction, 3) + (r.plan.resident_fraction_auto ? " (auto)" : "");
+    };
+    std::cout << "scenario " << s.name << " on " << s.node.id
+              << (s.calibration_file.empty() ? "" : " (calibrated by " + s.calibration_file + ")") << ": "
+              << t.candidates.size() << " configurations, budget " << fixed(o.budget_gib, 2) << " GiB per GPU\n"
+              << "best: " << describe(b) << ": step time " << ms(b.summary.step_time_s) << " ms, peak memory "
+              << fixed(b.summary.peak_memory_bytes / kGiB, 2) << " GiB\n\nPareto frontier (peak memory against step time)\n";
+    std::vector<std::vector<std::string>> rows;
+    for (int i : t.frontier) {
+      const SweepRow& r = t.candidates[i];
+      rows.push_back({fixed(r.summary.peak_memory_bytes / kGiB, 2), ms(r.summary.step_time_s), r.plan.policy,
+                      r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 0) : "-",
+                      fixed(r.plan.resident_fraction, 3), r.summary.peak_memory_bytes <= t.budget_bytes ? "yes" : "no",
+                      i == t.best ? "<- best" : ""});
+    }
+    std::cout << format_table({"peak_memory", "step_time", "policy", "chunk", "resident", "fits", ""},
+                              {"GiB", "ms", "", "MiB", "fraction", "", ""}, rows);
+  }
+  if (!js.empty() && o.plot) {
+    png = (fs::path(o.out_dir) / "pareto.png").string();
+    plot(context, "plot_pareto.py", {js, png}, png);
+  }
+  if (!o.json_stdout && !js.empty()) std::cout << "\nwrote " << js << (o.plot ? ", " + png : "") << "\n";
+}
+
+}  // namespace
+
+void register_calibration_commands(CLI::App& app, const CliContext& context) {
+  {
+    auto* cmd = app.add_subcommand("calibrate", "Fit the node's efficiency factors from microbenchmark JSON (chunkflow-hw bench)");
+    auto o = std::make_shared<CalibrateOptions>();
+    cmd->add_option("--measurements", o->measurements, "Microbenchmark JSON files (hw/BENCH_SCHEMA.md)")->required();
+    cmd->add_option("--out", o->out, "Calibration JSON to write")->required();
+    cmd->add_option("--node", o->node, "Node the measurements come from (default: from the files' context)");
+    cmd->add_option("--plot", o->plot_png, "Also draw every fit to this PNG (scripts/plot_calibration.py)");
+    cmd->add_flag("--json", o->json_stdout, "Print the calibration JSON instead of the table");
+    cmd->callback([o, context] { do_calibrate(context, *o); });
+  }
+  {
+    auto* cmd = app.add_subcommand("compare", "Compare a predicted Chrome trace with a measured one, op by op");
+    auto o = std::make_shared<CompareOptions>();
+    cmd->add_option("--predicted", o->predicted, "Chrome trace of the prediction (chunkflow simulate --trace)")->required();
+    cmd->add_option("--measured", o->measured, "Chrome trace of the measurement (chunkflow-hw run --trace)")->required();
+    cmd->add_option("--plot", o->plot_png, "Also draw both timelines to this PNG (scripts/plot_timeline.py)");
+    cmd->add_flag("--json", o->json_stdout, "Print one JSON object");
+    cmd->callback([o, context] { do_compare(context, *o); });
+  }
+  {
+    auto* cmd = app.add_subcommand("validate", "Re-simulate every measured run of a folder and report the step-time error");
+    auto o = std::make_shared<ValidateOptions>();
+    cmd->add_option("--measured", o->measured_dir, "Folder of measured runs (e.g. traces/measured/<device>)")->required();
+    cmd->add_option("--calibration", o->calibration, "Calibration JSON applied to every run's node");
+    cmd->add_option("--out", o->json_out, "Also write the JSON to this file");
+    cmd->add_option("--plot", o->plot_png, "Also draw predicted against measured to this PNG (scripts/plot_validation.py)");
+    cmd->add_flag("--json", o->json_stdout, "Print one JSON object");
+    cmd->callback([o, context] { do_validate(context, *o); });
+  }
+  {
+    auto* cmd = app.add_subcommand("tune", "Choose policy, chunk size and resident fraction under a per-GPU memory budget");
+    auto o = std::make_shared<TuneOptions>();
+    add_scenario_options(*cmd, o->scenario, false, false);
+    cmd->add_option("--memory-budget-gib", o->budget_gib, "Per-GPU memory budget in GiB")->required();
+    cmd->add_option("--policies", o->policies, "Comma-separated policies")->capture_default_str();
+    cmd->add_option("--chunk-mib-list", o->chunk_mib, "Comma-separated chunk sizes in MiB")->capture_default_str();
+    cmd->add_option("--resident-fractions", o->resident_fractions, "Comma-separated fractions in [0, 1] or auto")
+        ->capture_default_str();
+    cmd->add_option("--lookahead", o->lookahead, "Prefetch lookahead in blocks")->capture_default_str();
+    cmd->add_option("--out", o->out_dir, "Output folder (tune.json, pareto.png; empty: none)")->capture_default_str();
+    cmd->add_flag("!--no-plot", o->plot, "Do not draw pareto.png");
+    cmd->add_flag("--json", o->json_stdout, "Print the JSON instead of the table");
+    cmd->callback([o, context] { do_tune(context, *o); });
+  }
+}
+
+}  // namespace chunkflow

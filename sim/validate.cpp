@@ -1,0 +1,182 @@
+// Validation of the simulator against measured runs; definitions in sim/validate.hpp.
+#include "sim/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "model/calibration.hpp"
+#include "model/error.hpp"
+#include "runtime/policy.hpp"
+#include "sim/executor.hpp"
+
+namespace chunkflow {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string canonical(const std::string& p) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(fs::path(p), ec);
+  return ec ? p : c.string();
+}
+
+/// The value of `key` in the scenario object, its "workload" sub-object, or the summary's top level.
+const json* lookup(const json& summary, const std::string& key) {
+  const json& s = summary["scenario"];
+  if (s.contains(key) && !s[key].is_object()) return &s[key];
+  if (s.contains("workload") && s["workload"].is_object() && s["workload"].contains(key)) return &s["workload"][key];
+  if (summary.contains(key) && !summary[key].is_object()) return &summary[key];
+  return nullptr;
+}
+
+MeasuredRun read_run(const json& j, const std::string& path) {
+  MeasuredRun r;
+  r.summary_path = path;
+  r.measured_step_time_s = j["step_time_s"].get<double>();
+  if (!(r.measured_step_time_s > 0) || !std::isfinite(r.measured_step_time_s))
+    throw InputError(path, "/step_time_s", "expected a positive number of seconds, got " + j["step_time_s"].dump());
+  const json& s = j["scenario"];
+  auto where = [&](const std::string& key) {
+    return (s.contains(key) ? "/scenario/" : s.contains("workload") && s["workload"].contains(key) ? "/scenario/workload/" : "/") + key;
+  };
+  auto str = [&](const std::string& key) -> std::optional<std::string> {
+    const json* v = lookup(j, key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) throw InputError(path, where(key), "expected a string, got " + v->dump());
+    return v->get<std::string>();
+  };
+  auto integer = [&](const std::string& key) -> std::optional<int64_t> {
+    const json* v = lookup(j, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) throw InputError(path, where(key), "expected an integer, got " + v->dump());
+    return v->get<int64_t>();
+  };
+  ScenarioOptions& o = r.options;
+  if (auto file = str("file"); file && !file->empty() && fs::exists(*file)) o.scenario_file = *file;
+  if (s.contains("node")) {
+    if (s["node"].is_string()) o.node = s["node"].get<std::string>();
+    else if (s["node"].is_object() && s["node"].contains("id") && s["node"]["id"].is_string()) o.node = s["node"]["id"].get<std::string>();
+    else throw InputError(path, "/scenario/node", "expected a node id or an object with \"id\", got " + s["node"].dump());
+  }
+  o.model = str("model");
+  o.height = integer("height");
+  o.width = integer("width");
+  o.frames = integer("frames");
+  o.batch = integer("batch");
+  if (auto u = integer("ulysses_degree")) o.ulysses = int(*u);
+  o.policy = str("policy");
+  if (const json* c = lookup(j, "chunk_bytes")) {
+    if (!c->is_number() || !(c->get<double>() >= 0)) throw InputError(path, where("chunk_bytes"), "expected a number of bytes, got " + c->dump());
+    if (c->get<double>() > 0) o.chunk_mib = c->get<double>() / kMiB;
+  }
+  if (const json* rf = lookup(j, "resident_fraction")) {
+    if (rf->is_string()) o.resident_fraction = rf->get<std::string>();
+    else if (rf->is_number()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << rf->get<double>();
+      o.resident_fraction = os.str();
+    } else throw InputError(path, where("resident_fraction"), "expected a number or \"auto\", got " + rf->dump());
+    // simulate --json records the resolved fraction and whether it was auto.
+    if (j.contains("resident_fraction_auto") && j["resident_fraction_auto"].is_boolean() && j["resident_fraction_auto"].get<bool>())
+      o.resident_fraction = "auto";
+  }
+  if (auto l = integer("lookahead")) o.lookahead = int(*l);
+  if (auto st = integer("steps")) o.steps = int(*st);
+  r.scenario_name = str("name").value_or(fs::path(path).stem().string());
+  r.policy = o.policy.value_or("(scenario)");
+  const fs::path trace = fs::path(path).parent_path() / (fs::path(path).stem().string() + ".trace.json");
+  if (fs::exists(trace)) r.trace_path = trace.string();
+  r.device = fs::path(path).parent_path().filename().string();
+  if (j.contains("context") && j["context"].is_object())
+    for (const char* k : {"gpu_name", "device", "gpu"})
+      if (j["context"].contains(k) && j["context"][k].is_string()) {
+        r.device = j["context"][k].get<std::string>();
+        break;
+      }
+  return r;
+}
+
+}  // namespace
+
+std::vector<MeasuredRun> find_measured_runs(const std::string& dir, bool missing_ok) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (missing_ok) return {};
+    throw InputError("", "--measured", "expected a folder of measured runs, got \"" + dir + "\"");
+  }
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<MeasuredRun> runs;
+  for (const auto& f : files) {
+    if (f.size() >= 11 && f.compare(f.size() - 11, 11, ".trace.json") == 0) continue;
+    std::ifstream in(f);
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const json::parse_error& e) {
+      throw InputError(f, "", std::string("malformed JSON: ") + e.what());
+    }
+    if (!j.is_object() || !j.contains("scenario") || !j["scenario"].is_object() || !j.contains("step_time_s") ||
+        !j["step_time_s"].is_number())
+      continue;  // not a run summary (a microbenchmark file, a calibration, a trace)
+    runs.push_back(read_run(j, f));
+  }
+  return runs;
+}
+
+ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file) {
+  std::set<std::string> used_hashes, used_paths;
+  if (!calibration_file.empty()) {
+    const Calibration c = load_calibration(calibration_file);
+    for (const auto& s : c.sources) {
+      used_hashes.insert(s.fnv1a64);
+      used_paths.insert(canonical(s.path));
+    }
+  }
+  ValidationResult v;
+  for (const MeasuredRun& run : runs) {
+    ScenarioOptions o = run.options;
+    o.calibration_file = calibration_file;
+    Scenario s;
+    try {
+      s = resolve_scenario(o);
+    } catch (const InputError& e) {
+      throw InputError(run.summary_path, "/scenario", std::string("does not resolve: ") + e.what());
+    }
+    const StepPlan plan = build_plan(s.workload, s.node, s.policy);
+    SimOptions so;
+    so.record_links = false;
+    so.record_memory = false;
+    const SimResult r = simulate(plan, s.node, so);
+    ValidationRow row;
+    row.run = run;
+    row.predicted_step_time_s = r.summary.step_time_s;
+    row.error = (row.predicted_step_time_s - run.measured_step_time_s) / run.measured_step_time_s;
+    for (const std::string& p : {run.summary_path, run.trace_path}) {
+      if (p.empty()) continue;
+      if (used_paths.count(canonical(p)) || (!used_hashes.empty() && used_hashes.count(file_fnv1a64(p)))) row.used_for_fitting = true;
+    }
+    if (!row.used_for_fitting) {
+      ++v.held_out;
+      v.mean_abs_error += std::abs(row.error);
+      v.max_abs_error = std::max(v.max_abs_error, std::abs(row.error));
+    }
+    v.rows.push_back(std::move(row));
+  }
+  if (v.held_out > 0) v.mean_abs_error /= v.held_out;
+  return v;
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,58 @@
+#pragma once
+// `chunkflow validate`: re-simulates every measured run of a folder (traces/measured/<device>/)
+// with its own scenario and compares the predicted step time with the measured one.
+//
+// A measured run is a JSON summary file (found recursively, *.json) holding a "scenario" object
+// and a number "step_time_s": the hardware harness's `chunkflow-hw run --output` summary
+// ({"context", "scenario": {name, file, node, model, batch, height, width, frames,
+// ulysses_degree, policy, chunk_bytes, resident_fraction, lookahead, steps}, "step_time_s", ...}),
+// or `chunkflow simulate --json` output (scenario with "node" and "workload" objects, the policy
+// fields at the top level). Microbenchmark files ("measurements") and Chrome traces
+// ("traceEvents") are not runs and are skipped. A run's trace, when present, is the file beside
+// it named <stem>.trace.json (recorded for `compare`, not needed here).
+//
+// Held-out rule: a run is "used for fitting" when the calibration's `sources` list its summary
+// or its trace, by content hash (fnv1a64) or by the same canonical path. Such runs are shown,
+// marked, and left out of mean_abs_error and max_abs_error: the error figures are on held-out
+// runs only.
+#include <string>
+#include <vector>
+
+#include "runtime/scenario.hpp"
+
+namespace chunkflow {
+
+struct MeasuredRun {
+  std::string summary_path;
+  std::string trace_path;            ///< "" when absent
+  std::string device;                ///< context gpu_name/device, else the parent folder name
+  ScenarioOptions options;           ///< the run's scenario as overrides (calibration added later)
+  std::string scenario_name;
+  std::string policy;
+  double measured_step_time_s = 0;
+};
+
+/// Finds the measured runs under `dir` (sorted by path). Returns an empty list for a folder
+/// without runs (or a missing folder when `missing_ok`). Throws InputError naming the file and the
+/// JSON pointer for a summary whose scenario fields are malformed.
+std::vector<MeasuredRun> find_measured_runs(const std::string& dir, bool missing_ok = false);
+
+struct ValidationRow {
+  MeasuredRun run;
+  double predicted_step_time_s = 0;
+  double error = 0;                  ///< (predicted − measured) / measured, signed
+  bool used_for_fitting = false;
+};
+
+struct ValidationResult {
+  std::vector<ValidationRow> rows;
+  int held_out = 0;                  ///< rows not used for fitting
+  double mean_abs_error = 0;         ///< mean |error| over held-out rows (0 when none)
+  double max_abs_error = 0;          ///< max |error| over held-out rows (0 when none)
+};
+
+/// Re-simulates each run (its scenario + `calibration_file` when not empty) and compares.
+/// Throws InputError for a bad calibration or a run whose scenario does not resolve.
+ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file);
+
+}  // namespace chunkflow
