@@ -37,6 +37,7 @@ struct Chunk {
   int index = 0;            ///< within the block
   double offset_bytes = 0;  ///< in the block's flat layout
   double bytes = 0;
+  int last_reader_stage = -1;  ///< the stage that reads it last (it frees the chunk)
 };
 
 /// Byte range [lo, hi) of a block's layout that compute stage `s` reads: its linear's weights; the
@@ -53,10 +54,16 @@ std::pair<double, double> weight_range(const BlockCost& block, int s) {
   return {st.weight_offset_bytes, hi};
 }
 
+/// "s<step>.b<block, two digits at least>." (formatted by hand: this runs once per op).
 std::string block_prefix(int step, int block) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "s%d.b%02d.", step, block);
-  return buf;
+  std::string s;
+  s.reserve(32);
+  s += 's';
+  s += std::to_string(step);
+  s += block < 10 ? ".b0" : ".b";
+  s += std::to_string(block);
+  s += '.';
+  return s;
 }
 
 /// Which blocks layerwise keeps resident: round(R·n) of n, spread evenly (SGLang's `strided`
@@ -142,6 +149,15 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
       step_chunks.push_back({0, b, index, off, std::min(piece, total - off)});
   }
 
+  // Per block, the byte range each stage reads; per chunk, its last reader (same every step).
+  std::vector<std::vector<std::pair<double, double>>> ranges(nblocks);
+  for (int b = 0; b < nblocks; ++b)
+    for (int st = 0; st < int(cost.blocks[b].stages.size()); ++st) ranges[b].push_back(weight_range(cost.blocks[b], st));
+  for (Chunk& c : step_chunks)
+    for (int st = 0; st < int(ranges[c.block].size()); ++st)
+      if (c.offset_bytes < ranges[c.block][st].second && c.offset_bytes + c.bytes > ranges[c.block][st].first)
+        c.last_reader_stage = st;
+
   info.slot_count = max_chunks_per_block * (config.lookahead + 1);
   info.slot_bytes = step_chunks.empty() ? 0.0
                     : config.policy == "layerwise" ? max_offloaded
@@ -152,6 +168,11 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
   if (step_chunks.empty()) info.slot_count = 0;
 
   const bool yield_to_collectives = config.policy == "chunkflow";
+  {
+    std::size_t stages = 0;
+    for (const auto& b : cost.blocks) stages += b.stages.size();
+    plan.ops.reserve(std::size_t(ranks) * config.steps * (stages + step_chunks.size()));
+  }
   int next_group = 0;
   std::vector<int> group_of_collective;  // per program position of rank 0 → group id
 
@@ -241,7 +262,7 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
           op.flop = stage.flop;
           if (last_compute >= 0) op.deps.push_back(last_compute);
           if (pending_collective >= 0) op.data_deps.push_back(pending_collective);
-          const auto [lo, hi] = weight_range(block, st);
+          const auto [lo, hi] = ranges[b][st];
           std::vector<std::size_t> read;
           for (std::size_t j = block_begin; j < block_end; ++j) {
             const Chunk& c = chunks[j];
@@ -254,18 +275,11 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
           }
           // This op frees the chunks whose last reader it is (readers run in order on one lane).
           std::vector<std::size_t> freed;
-          for (std::size_t j : read) {
-            const Chunk& c = chunks[j];
-            bool later_reader = false;
-            for (int t = st + 1; t < int(block.stages.size()) && !later_reader; ++t) {
-              const auto [l2, h2] = weight_range(block, t);
-              later_reader = c.offset_bytes < h2 && c.offset_bytes + c.bytes > l2;
-            }
-            if (!later_reader) {
-              op.free_bytes += c.bytes;
+          for (std::size_t j : read)
+            if (chunks[j].last_reader_stage == st) {
+              op.free_bytes += chunks[j].bytes;
               freed.push_back(j);
             }
-          }
           last_compute = plan.add(std::move(op));
           pending_collective = -1;
           for (std::size_t j : freed) chunk_last_reader[j] = last_compute;

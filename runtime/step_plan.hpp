@@ -49,16 +49,22 @@ struct PlanInfo {
 };
 
 struct StepPlan {
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                                      boost::no_property, boost::no_property, boost::vecS>;
   PlanInfo info;
   Workload workload;
   ForwardCost cost;            ///< per-rank costs of one forward (stages referenced by ops)
-  std::vector<PlanOp> ops;
-  Graph graph;                 ///< vertex i = ops[i]; edge u→v: v depends on u
+  std::vector<PlanOp> ops;     ///< ops[i].deps are the edges of the DAG (the one source of truth)
 
-  /// Adds an op (assigns its id, adds the vertex) and returns its id.
+  /// The dependency DAG as a Boost graph, built from the ops' deps: vertex i = ops[i], edge u→v
+  /// when v depends on u. Used for graph algorithms (validation's topological sort).
+  Graph dependency_graph() const;
+
+  /// Adds an op (assigns its id) and returns it. `deps` may hold lane-order predecessors only;
+  /// data_deps are merged into deps. Every dependency must already be in the plan (ops are added
+  /// in a topological order). Throws std::logic_error otherwise.
   int add(PlanOp op);
-  /// Adds a data dependency `before` → `after` (also to deps and the graph). Duplicates ignored.
+  /// Adds a data dependency `before` → `after` (to data_deps and deps). Duplicates ignored.
   void depend(int after, int before);
   /// The stage an op runs (compute / collective ops). Throws std::logic_error otherwise.
   const StageCost& stage_of(const PlanOp& op) const;
