@@ -376,6 +376,21 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
       used.insert(f->m->key);
     }
   }
+  // Prefetch beside a collective (recorded, not applied: the simulator's max-min links model this
+  // contention from first principles; the fit says how far that is from the measurement).
+  for (const std::string key : {"h2d_with_collective_copy_engine", "h2d_with_collective_kernel"}) {
+    const Found* f = found(key);
+    if (!f) continue;
+    const CalibrationFit* h = c.fit("h2d");
+    if (!h) {
+      c.skipped.push_back(key + ": needs h2d_bandwidth");
+      continue;
+    }
+    CalibrationFit fit = coupling_fit("h2d", *f, *h);
+    fit.name = key + "_coupling";
+    c.fits.push_back(fit);
+    used.insert(key);
+  }
   // The collective: t = α + out_bytes/β.
   for (const std::string key : {"collective_proxy_copy_engine", "collective_proxy_kernel", "collective_nccl", "collective"}) {
     const Found* f = found(key);

@@ -21,13 +21,17 @@
 //      total of both directions together). The simulator's duplex constraint splits that total
 //      max-min fairly; the asymmetric split c_h2d ≠ c_d2h is recorded but not yet applied (it
 //      needs per-direction flow weights in sim/).
+//  - "h2d_with_collective_{copy_engine,kernel}_coupling" (h2d_with_collective_*): the H2D
+//      retained fraction beside a proxy all-to-all, fitted as the coupling above; recorded for
+//      comparison with the simulator's max-min contention, not applied.
 //  - "collective" (collective_proxy_copy_engine, collective_proxy_kernel or collective_nccl,
 //      first present in that order; points {bytes, time_s_median, ulysses_degree|ranks}):
 //      t = α + out_bytes / β with out_bytes = (P−1)/P · bytes (what leaves one rank).
 //      Applied: collective_latency_s = α; collective_flow_bytes_per_s = β for pcie_proxy (one
 //      flow out and one back) and β / (P−1) for host_staged (P−1 peer flows per rank).
 //  - "compute_slowdown_h2d", "compute_slowdown_collective" (compute_with_h2d,
-//      compute_with_collective; points {alone_time_s_median, time_s_median}): concurrent =
+//      compute_with_collective; points {alone_time_s_median, time_s_median}; keys proposed to the
+//      harness, not yet in hw/BENCH_SCHEMA.md): concurrent =
 //      (1 + s) · alone, least squares through the origin. Applied: NodeSpec::compute_slowdown_*.
 //  - "gemm" (points {m, k, n, flop, time_s_median}): per point η = flop / (peak · (t − launch)),
 //      launch = the node's compute_launch_s; per weight shape (k, n) a table η(m) interpolated
