@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "model/analytical.hpp"
@@ -74,11 +75,6 @@ std::vector<bool> strided_resident_blocks(int n, double fraction) {
   for (int b = 0; b < n; ++b)
     resident[b] = (static_cast<long>(b + 1) * keep) / n > (static_cast<long>(b) * keep) / n;
   return resident;
-}
-
-/// Whether the stage after `s` in the block is an all-to-all.
-bool next_is_collective(const BlockCost& block, int s) {
-  return s + 1 < int(block.stages.size()) && block.stages[s + 1].stage.kind == BlockStage::Kind::all_to_all;
 }
 
 }  // namespace
@@ -158,6 +154,37 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
       if (c.offset_bytes < ranges[c.block][st].second && c.offset_bytes + c.bytes > ranges[c.block][st].first)
         c.last_reader_stage = st;
 
+  // First-order estimate of the program's own timeline, with which chunkflow co-schedules its
+  // prefetch and the collectives: stage times from the analytical model, an all-to-all as latency
+  // + (P−1)/P of its buffer at the collective flow rate. gap_s[b][st] is the estimated time from the
+  // end of stage st of block b to the start of the next collective (the program repeats each step;
+  // +inf without collectives).
+  const double inf = std::numeric_limits<double>::infinity();
+  const int P = w.ulysses_degree;
+  auto stage_estimate_s = [&](const StageCost& st) {
+    if (st.stage.kind != BlockStage::Kind::all_to_all) return stage_compute_time_s(st, node);
+    const double link = std::min(node.collective_flow_bytes_per_s, node.h2d_bytes_per_s(0));
+    return node.collective_latency_s + st.all_to_all_buffer_bytes * (P - 1) / P / link;
+  };
+  std::vector<std::vector<double>> gap_s(nblocks);
+  double gap_before_program_s = inf;
+  {
+    std::vector<std::pair<int, int>> flat;
+    for (int b = 0; b < nblocks; ++b)
+      for (int st = 0; st < int(cost.blocks[b].stages.size()); ++st) flat.push_back({b, st});
+    for (int b = 0; b < nblocks; ++b) gap_s[b].assign(cost.blocks[b].stages.size(), inf);
+    const std::size_t n = flat.size();
+    double next = inf;  // gap from the end of flat[i] to the next collective
+    for (std::size_t k = 2 * n; k-- > 0;) {
+      const std::size_t i = k % n;
+      const auto [b, st] = flat[i];
+      gap_s[b][st] = next;
+      const StageCost& stage = cost.blocks[b].stages[st];
+      next = stage.stage.kind == BlockStage::Kind::all_to_all ? 0.0 : stage_estimate_s(stage) + next;
+    }
+    gap_before_program_s = next;
+  }
+
   info.slot_count = max_chunks_per_block * (config.lookahead + 1);
   info.slot_bytes = step_chunks.empty() ? 0.0
                     : config.policy == "layerwise" ? max_offloaded
@@ -193,8 +220,38 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
     int collective_index = 0;
     std::size_t block_begin = 0;
 
-    // Issues every chunk whose slot is free as of the ops issued so far.
-    auto issue_ready_chunks = [&]() {
+    // Estimated clocks of this rank's compute/comm program and copy lane (first order).
+    double est_now_s = 0, est_h2d_free_s = 0;
+    const double h2d_rate = node.h2d_bytes_per_s(rank);
+
+    // Issues chunk j (its slot is free) on the copy lane.
+    auto issue_chunk = [&](std::size_t j, int release) {
+      const Chunk& c = chunks[j];
+      PlanOp op;
+      op.kind = OpKind::h2d;
+      op.lane = Lane::h2d;
+      op.rank = rank;
+      op.step = c.step;
+      op.block = c.block;
+      op.chunk = c.index;
+      op.slot = static_cast<int>(j % info.slot_count);
+      op.bytes = c.bytes;
+      op.src_offset_bytes = c.offset_bytes;
+      op.alloc_bytes = c.bytes;
+      op.name = block_prefix(c.step, c.block) + (config.policy == "layerwise" ? std::string("h2d")
+                                                                               : "h2d.c" + std::to_string(c.index));
+      if (last_h2d >= 0) op.deps.push_back(last_h2d);
+      if (release >= 0) op.data_deps.push_back(release);
+      if (yield_to_collectives && last_collective >= 0) op.data_deps.push_back(last_collective);
+      last_h2d = chunk_op[j] = plan.add(std::move(op));
+      est_h2d_free_s = std::max(est_h2d_free_s, est_now_s) + node.h2d_latency_s + c.bytes / h2d_rate;
+      ++next_chunk;
+    };
+    // Issues, in order, every chunk whose slot is free as of the ops issued so far. Chunkflow
+    // issues a chunk only if it is estimated to land before the next collective starts
+    // (`window_s` from now); the others wait until after that collective. With `up_to`, every
+    // chunk before index up_to is issued regardless (a compute op needs it now).
+    auto issue_ready_chunks = [&](double window_s, std::size_t up_to = 0) {
       while (next_chunk < chunks.size()) {
         const std::size_t j = next_chunk;
         int release = -1;
@@ -202,29 +259,13 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
           release = chunk_last_reader[j - info.slot_count];
           if (release < 0) return;  // previous occupant not yet read: issue later
         }
-        const Chunk& c = chunks[j];
-        PlanOp op;
-        op.kind = OpKind::h2d;
-        op.lane = Lane::h2d;
-        op.rank = rank;
-        op.step = c.step;
-        op.block = c.block;
-        op.chunk = c.index;
-        op.slot = static_cast<int>(j % info.slot_count);
-        op.bytes = c.bytes;
-        op.src_offset_bytes = c.offset_bytes;
-        op.alloc_bytes = c.bytes;
-        op.name = block_prefix(c.step, c.block) + (config.policy == "layerwise" ? std::string("h2d")
-                                                                                 : "h2d.c" + std::to_string(c.index));
-        if (last_h2d >= 0) op.deps.push_back(last_h2d);
-        if (release >= 0) op.data_deps.push_back(release);
-        if (yield_to_collectives && last_collective >= 0) op.data_deps.push_back(last_collective);
-        last_h2d = chunk_op[j] = plan.add(std::move(op));
-        ++next_chunk;
+        const double est_end_s = std::max(est_h2d_free_s, est_now_s) + node.h2d_latency_s + chunks[j].bytes / h2d_rate;
+        if (yield_to_collectives && j >= up_to && est_end_s > est_now_s + window_s) return;
+        issue_chunk(j, release);
       }
     };
 
-    issue_ready_chunks();  // cold start: fill every slot
+    issue_ready_chunks(gap_before_program_s);  // cold start: fill the slots
     for (int s = 0; s < config.steps; ++s) {
       for (int b = 0; b < nblocks; ++b) {
         const BlockCost& block = cost.blocks[b];
@@ -254,7 +295,8 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
             // Yield: no chunk may be in flight when the collective starts.
             if (yield_to_collectives && last_h2d >= 0) op.data_deps.push_back(last_h2d);
             last_comm = last_collective = pending_collective = plan.add(std::move(op));
-            if (!next_is_collective(block, st)) issue_ready_chunks();
+            est_now_s += stage_estimate_s(stage);
+            issue_ready_chunks(gap_s[b][st]);  // 0 when another collective follows
             continue;
           }
           op.kind = OpKind::compute;
@@ -267,6 +309,7 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
           for (std::size_t j = block_begin; j < block_end; ++j) {
             const Chunk& c = chunks[j];
             if (c.offset_bytes < hi && c.offset_bytes + c.bytes > lo) {
+              if (chunk_op[j] < 0) issue_ready_chunks(0.0, j + 1);  // needed now: no more waiting
               if (chunk_op[j] < 0)
                 throw std::logic_error("build_plan: " + op.name + " reads a chunk not yet issued (slot pool too small)");
               op.data_deps.push_back(chunk_op[j]);
@@ -284,7 +327,8 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
           pending_collective = -1;
           for (std::size_t j : freed) chunk_last_reader[j] = last_compute;
           // Chunkflow issues no chunk right before a collective: those chunks go after it.
-          if (!(yield_to_collectives && next_is_collective(block, st))) issue_ready_chunks();
+          est_now_s += stage_estimate_s(stage);
+          issue_ready_chunks(gap_s[b][st]);
         }
       }
     }
