@@ -206,6 +206,50 @@ BenchResult gemm(Env& env) {
   return r;
 }
 
+/// GEMM time alone and while a transfer of `bytes` runs on another stream (compute slowdown from
+/// PCIe traffic: SM-driven proxy kernels compete for SMs, copy engines for memory bandwidth).
+BenchResult compute_with(Env& env, const std::string& what) {
+  BenchResult r;
+  if (env.cfg.gemms.empty()) {
+    r.status = "waived";
+    r.reason = "no GEMM shapes configured";
+    return r;
+  }
+  CublasHandle h;
+  DeviceBuffer ws(32 << 20);
+  CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
+  CF_CUBLAS(cublasSetWorkspace(h.get(), ws.get(), ws.bytes()));
+  // The largest-FLOP shapes (up to 4): long enough to overlap a whole transfer.
+  std::vector<BenchGemm> shapes = env.cfg.gemms;
+  std::sort(shapes.begin(), shapes.end(), [](const BenchGemm& x, const BenchGemm& y) { return x.m * x.k * x.n > y.m * y.k * y.n; });
+  shapes.resize(std::min<size_t>(shapes.size(), 4));
+  const int64_t bytes = env.cfg.max_bytes;
+  int parity = 0;
+  for (const auto& g : shapes) {
+    DeviceBuffer x = random_bf16(g.m * g.k, 1, env.a.get());
+    DeviceBuffer w = random_bf16(g.n * g.k, 2, env.a.get());
+    DeviceBuffer y(size_t(g.m * g.n) * 2);
+    auto run_gemm = [&] { gemm_bf16(h.get(), x.as<bf16>(), w.as<bf16>(), y.as<bf16>(), g.m, g.k, g.n); };
+    const Timing alone = env.time(env.a.get(), run_gemm);
+    const auto [with, transfer] = env.time_pair(env.a.get(), run_gemm, env.b.get(), [&] {
+      if (what == "h2d")
+        CF_CUDA(cudaMemcpyAsync(env.dev_b.get(), env.host_b.get(), size_t(bytes), cudaMemcpyHostToDevice, env.b.get()));
+      else
+        proxy_all_to_all(env, ProxyMode::kernel, bytes, env.b.get(), env.c.get(), parity);
+    });
+    BenchPoint p;
+    p.labels = {{"model", g.model}, {"block_kind", g.block_kind}, {"linear", g.linear}};
+    p.numbers = {{"m", double(g.m)}, {"k", double(g.k)}, {"n", double(g.n)},
+                 {"flop", 2.0 * double(g.m) * double(g.k) * double(g.n)}, {"bytes", double(bytes)}};
+    add_timing(p, "alone_", alone);
+    add_timing(p, "", with);
+    add_timing(p, what + "_", transfer);
+    p.numbers.push_back({"slowdown", with.median / alone.median - 1.0});
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
 BenchResult attention(Env& env) {
   BenchResult r;
   if (env.cfg.attentions.empty()) {
@@ -374,6 +418,10 @@ std::vector<Entry> entries() {
            proxy_all_to_all(e, ProxyMode::copy_engine, bytes, s, e.c.get(), parity);
          });
        }},
+      {"compute_with_h2d", "GEMM time alone and while a max-size H2D copy runs on another stream", never,
+       [](Env& e) { return compute_with(e, "h2d"); }},
+      {"compute_with_collective", "GEMM time alone and while a max-size kernel-mode proxy all-to-all runs", never,
+       [](Env& e) { return compute_with(e, "collective"); }},
       {"gemm", "cuBLAS bf16 GEMM (fp32 accumulate) for each block linear's shape at several token counts", never,
        [](Env& e) { return gemm(e); }},
       {"attention", "tiled attention (cuBLAS batched GEMMs + online softmax) at several token counts", never,
