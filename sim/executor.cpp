@@ -59,7 +59,7 @@ class Simulation {
     in_flight_collective_.assign(plan.info.ranks, 0);
     peak_ = *std::max_element(memory_.begin(), memory_.end());
     for (const auto& dir : topology_.link_directions()) {
-      link_names_.push_back(dir.link + "." + (dir.from == Topology::kHostVertex ? "h2d" : dir.to == Topology::kHostVertex ? "d2h" : dir.from + "->" + dir.to));
+      link_names_.push_back(solver_.resource_name(dir.resource));  // "pcie.gpu0.h2d", ...
       link_resources_.push_back(dir.resource);
     }
     link_rate_.assign(link_resources_.size(), 0.0);
