@@ -41,12 +41,12 @@ def panel(ax, fit, tables):
     ax.set_title(f"{name}\n{quality}, max rel. residual {100 * fit['max_relative_residual']:.2f} %", fontsize=9)
     if name == "gemm":
         shapes = sorted({(q["k"], q["n"]) for q in pts})
-        for k, n in shapes:
+        for i, (k, n) in enumerate(shapes):
             sel = [q for q in pts if (q["k"], q["n"]) == (k, n)]
-            ax.scatter([q["m"] for q in sel], [q["efficiency"] for q in sel], s=14)
+            ax.scatter([q["m"] for q in sel], [q["efficiency"] for q in sel], s=14, color=f"C{i % 10}")
             t = next((t for t in tables if t["k"] == k and t["n"] == n), None)
             if t:
-                ax.plot(t["m"], t["efficiency"], lw=1, label=f"{k}×{n}")
+                ax.plot(t["m"], t["efficiency"], lw=1, color=f"C{i % 10}", label=f"k×n {int(k)}×{int(n)} (table)")
         ax.axhline(p["eta_comp"], color="k", ls="--", lw=1, label=f"η_comp {p['eta_comp']:.3f}")
         ax.set_xlabel("tokens m")
         ax.set_ylabel("efficiency (achieved / peak)")
@@ -66,7 +66,7 @@ def panel(ax, fit, tables):
         ax.set_xscale("log")
         ax.set_yscale("log")
         beta = p["beta_bytes_per_s"] / 1e9
-        ax.text(0.03, 0.9, f"α={p['alpha_s'] * 1e6:.2f} µs, β={beta:.2f} GB/s", transform=ax.transAxes, fontsize=7)
+        ax.text(0.97, 0.05, f"α={p['alpha_s'] * 1e6:.2f} µs, β={beta:.2f} GB/s", transform=ax.transAxes, fontsize=7, ha="right")
     elif name.startswith("compute_slowdown"):
         xs = np.linspace(0, x.max(), 50)
         s = p["slowdown"]
@@ -83,7 +83,7 @@ def panel(ax, fit, tables):
         if name.endswith("_coupling"):
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.text(0.03, 0.9, f"retained fraction {p['retained_fraction']:.3f}", transform=ax.transAxes, fontsize=7)
+            ax.text(0.97, 0.05, f"retained fraction {p['retained_fraction']:.3f}", transform=ax.transAxes, fontsize=7, ha="right")
     if not name.startswith("compute_slowdown"):
         ax.set_xlabel(fit.get("x_name", "x"))
     ax.set_ylabel(fit.get("y_name", "y"))

@@ -37,7 +37,11 @@ def main():
     ax.set_xlabel("peak GPU memory per GPU (GiB)")
     ax.set_ylabel("step time (ms)")
     scen = t.get("scenario", {})
-    title = sys.argv[3] if len(sys.argv) == 4 else f"tune: {scen.get('name', '')} (simulated)"
+    w, node = scen.get("workload", {}), scen.get("node", {})
+    default = f"tune: {w.get('model', '?')} {w.get('height', '?')}x{w.get('width', '?')}x{w.get('frames', '?')}, " \
+        f"Ulysses {w.get('ulysses_degree', '?')} on {node.get('id', '?')} (simulated" + \
+        (", calibrated)" if scen.get("calibration_file") else ")")
+    title = sys.argv[3] if len(sys.argv) == 4 else default
     if is_synthetic(title):
         title = "SYNTHETIC DATA: " + title
     ax.set_title(title, fontsize=10)

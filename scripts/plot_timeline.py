@@ -81,9 +81,8 @@ def main():
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r[0] for r in reversed(rows)], fontsize=8)
     ax.set_xlabel(f"time from the start of step {step} (ms)")
-    for c, kind in ((COLORS[k], k) for k in COLORS):
-        ax.barh([], [], color=c, label=kind)
-    ax.legend(loc="upper right", fontsize=8)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="upper right", fontsize=8)
     head = title or "predicted (upper rows) against measured (lower rows), aligned by op id"
     if is_synthetic(pt.get("context"), mt.get("context"), title):
         head = "SYNTHETIC DATA (not a measurement): " + head

@@ -86,6 +86,7 @@ std::string fmt_param(const std::string& name, double v) {
 
 struct CalibrateOptions {
   std::vector<std::string> measurements;
+  std::vector<std::string> fitted_runs;
   std::string out;
   std::string node;
   std::string plot_png;
@@ -96,7 +97,13 @@ void do_calibrate(const CliContext& context, const CalibrateOptions& o) {
   std::vector<MeasurementFile> files;
   for (const auto& p : o.measurements) files.push_back(read_measurement_file(p));
   const NodeSpec n = node_for(o.node, files);
-  const Calibration c = fit_calibration(files, n);
+  Calibration c = fit_calibration(files, n);
+  // Measured runs declared as used while fitting: listed in sources, so validate holds them out.
+  for (const auto& p : o.fitted_runs) {
+    if (!read_measured_run(p))
+      throw InputError(p, "/step_time_s", "--fitted-runs expects measured run summaries ({\"scenario\", \"step_time_s\"})");
+    c.sources.push_back({p, file_fnv1a64(p), {{"kind", "measured run used for fitting"}}});
+  }
   json ctx = context_block(context.command_line);
   ctx["source"] = "calibration";
   const std::string text = calibration_to_json(c, ctx.dump());
@@ -203,7 +210,8 @@ json validation_json(const CliContext& context, const ValidateOptions& o, const 
                     {"measured_step_time_s", r.run.measured_step_time_s},
                     {"predicted_step_time_s", r.predicted_step_time_s},
                     {"error", r.error},
-                    {"used_for_fitting", r.used_for_fitting}});
+                    {"used_for_fitting", r.used_for_fitting},
+                    {"plan_mismatch", r.plan_mismatch}});
   j["runs"] = rows;
   return j;
 }
@@ -218,11 +226,15 @@ void do_validate(const CliContext& context, const ValidateOptions& o) {
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : v.rows)
-      rows.push_back({r.run.scenario_name, r.run.policy, ms(r.run.measured_step_time_s), ms(r.predicted_step_time_s),
-                      pct(r.error), r.used_for_fitting ? "fit (excluded)" : "held out"});
+      rows.push_back({r.run.scenario_name, r.run.policy,
+                      r.run.policy == "chunkflow" && r.run.options.chunk_mib ? fixed(*r.run.options.chunk_mib, 0) : "-",
+                      r.run.options.resident_fraction.value_or("-"), ms(r.run.measured_step_time_s),
+                      ms(r.predicted_step_time_s), pct(r.error),
+                      std::string(r.used_for_fitting ? "fit (excluded)" : "held out") + (r.plan_mismatch ? ", PLAN DIFFERS" : "")});
     std::cout << "validation of " << runs.size() << " measured run(s) in " << o.measured_dir
               << (o.calibration.empty() ? " (uncalibrated node parameters)" : " with calibration " + o.calibration) << "\n\n"
-              << format_table({"scenario", "policy", "measured", "predicted", "error", "use"}, {"", "", "ms", "ms", "%", ""}, rows)
+              << format_table({"scenario", "policy", "chunk", "resident", "measured", "predicted", "error", "use"},
+                            {"", "", "MiB", "fraction", "ms", "ms", "%", ""}, rows)
               << "\nheld-out runs " << v.held_out << ": mean |error| " << pct(v.mean_abs_error) << " %, max |error| "
               << pct(v.max_abs_error) << " %\n";
   }
@@ -388,6 +400,8 @@ void register_calibration_commands(CLI::App& app, const CliContext& context) {
     auto o = std::make_shared<CalibrateOptions>();
     cmd->add_option("--measurements", o->measurements, "Microbenchmark JSON files (hw/BENCH_SCHEMA.md)")->required();
     cmd->add_option("--out", o->out, "Calibration JSON to write")->required();
+    cmd->add_option("--fitted-runs", o->fitted_runs,
+                    "Measured run summaries used while fitting: recorded in sources, left out by validate");
     cmd->add_option("--node", o->node, "Node the measurements come from (default: from the files' context)");
     cmd->add_option("--plot", o->plot_png, "Also draw every fit to this PNG (scripts/plot_calibration.py)");
     cmd->add_flag("--json", o->json_stdout, "Print the calibration JSON instead of the table");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model/calibration.hpp"
+#include "model/node.hpp"
 #include "model/error.hpp"
 #include "runtime/policy.hpp"
 #include "sim/executor.hpp"
@@ -60,6 +61,43 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   };
   ScenarioOptions& o = r.options;
   if (auto file = str("file"); file && !file->empty() && fs::exists(*file)) o.scenario_file = *file;
+  if (s.contains("node") && s["node"].is_object() && s["node"].contains("id") && s["node"]["id"].is_string() &&
+      s["node"].contains("peak_flop_per_s")) {
+    // The whole node as simulate --json records it: the plan's node.
+    const json& nj = s["node"];
+    NodeSpec n = node(nj["id"].get<std::string>(), "/scenario/node/id");
+    auto num = [&](const char* key, double& field) {
+      if (!nj.contains(key)) return;
+      if (!nj[key].is_number()) throw InputError(path, std::string("/scenario/node/") + key, "expected a number, got " + nj[key].dump());
+      field = nj[key].get<double>();
+    };
+    num("peak_flop_per_s", n.peak_flop_per_s);
+    num("hbm_bytes_per_s", n.hbm_bytes_per_s);
+    num("gpu_memory_bytes", n.gpu_memory_bytes);
+    num("gemm_efficiency", n.gemm_efficiency);
+    num("attention_efficiency", n.attention_efficiency);
+    num("compute_launch_s", n.compute_launch_s);
+    num("copy_engine_bytes_per_s", n.copy_engine_bytes_per_s);
+    num("h2d_latency_s", n.h2d_latency_s);
+    num("collective_flow_bytes_per_s", n.collective_flow_bytes_per_s);
+    num("collective_latency_s", n.collective_latency_s);
+    num("compute_slowdown_h2d", n.compute_slowdown_h2d);
+    num("compute_slowdown_collective", n.compute_slowdown_collective);
+    if (nj.contains("links") && nj["links"].is_array() && nj["links"].size() == n.links.size())
+      for (std::size_t i = 0; i < n.links.size(); ++i) {
+        const json& l = nj["links"][i];
+        for (auto [key, field] : {std::pair{"a_to_b_bytes_per_s", &LinkSpec::a_to_b_bytes_per_s},
+                                  std::pair{"b_to_a_bytes_per_s", &LinkSpec::b_to_a_bytes_per_s},
+                                  std::pair{"duplex_bytes_per_s", &LinkSpec::duplex_bytes_per_s}})
+          if (l.contains(key) && l[key].is_number()) n.links[i].*field = l[key].get<double>();
+      }
+    validate(n, path, "/scenario/node");
+    r.plan_node = n;
+  }
+  if (j.contains("plan") && j["plan"].is_object() && j["plan"].contains("ops") && j["plan"]["ops"].is_number_integer())
+    r.plan_ops = j["plan"]["ops"].get<int64_t>();
+  else if (j.contains("ops") && j["ops"].is_number_integer())
+    r.plan_ops = j["ops"].get<int64_t>();
   if (s.contains("node")) {
     if (s["node"].is_string()) o.node = s["node"].get<std::string>();
     else if (s["node"].is_object() && s["node"].contains("id") && s["node"]["id"].is_string()) o.node = s["node"]["id"].get<std::string>();
@@ -121,19 +159,24 @@ std::vector<MeasuredRun> find_measured_runs(const std::string& dir, bool missing
   std::vector<MeasuredRun> runs;
   for (const auto& f : files) {
     if (f.size() >= 11 && f.compare(f.size() - 11, 11, ".trace.json") == 0) continue;
-    std::ifstream in(f);
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const json::parse_error& e) {
-      throw InputError(f, "", std::string("malformed JSON: ") + e.what());
-    }
-    if (!j.is_object() || !j.contains("scenario") || !j["scenario"].is_object() || !j.contains("step_time_s") ||
-        !j["step_time_s"].is_number())
-      continue;  // not a run summary (a microbenchmark file, a calibration, a trace)
-    runs.push_back(read_run(j, f));
+    if (auto run = read_measured_run(f)) runs.push_back(std::move(*run));
   }
   return runs;
+}
+
+std::optional<MeasuredRun> read_measured_run(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("scenario") || !j["scenario"].is_object() || !j.contains("step_time_s") ||
+      !j["step_time_s"].is_number())
+    return std::nullopt;  // not a run summary (a microbenchmark file, a calibration, a trace)
+  return read_run(j, path);
 }
 
 ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file) {
@@ -148,14 +191,16 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
   ValidationResult v;
   for (const MeasuredRun& run : runs) {
     ScenarioOptions o = run.options;
-    o.calibration_file = calibration_file;
-    Scenario s;
+    Scenario as_run, s;
     try {
-      s = resolve_scenario(o);
+      as_run = resolve_scenario(o);  // the node the harness planned with
+      o.calibration_file = calibration_file;
+      s = resolve_scenario(o);       // the node the prediction runs on
     } catch (const InputError& e) {
+      if (!e.file().empty() && e.file() == calibration_file) throw;
       throw InputError(run.summary_path, "/scenario", std::string("does not resolve: ") + e.what());
     }
-    const StepPlan plan = build_plan(s.workload, s.node, s.policy);
+    const StepPlan plan = build_plan(s.workload, run.plan_node ? *run.plan_node : as_run.node, s.policy);
     SimOptions so;
     so.record_links = false;
     so.record_memory = false;
@@ -164,6 +209,7 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
     row.run = run;
     row.predicted_step_time_s = r.summary.step_time_s;
     row.error = (row.predicted_step_time_s - run.measured_step_time_s) / run.measured_step_time_s;
+    row.plan_mismatch = run.plan_ops > 0 && run.plan_ops != int64_t(plan.ops.size());
     for (const std::string& p : {run.summary_path, run.trace_path}) {
       if (p.empty()) continue;
       if (used_paths.count(canonical(p)) || (!used_hashes.empty() && used_hashes.count(file_fnv1a64(p)))) row.used_for_fitting = true;

@@ -15,6 +15,7 @@
 // or its trace, by content hash (fnv1a64) or by the same canonical path. Such runs are shown,
 // marked, and left out of mean_abs_error and max_abs_error: the error figures are on held-out
 // runs only.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct MeasuredRun {
   std::string trace_path;            ///< "" when absent
   std::string device;                ///< context gpu_name/device, else the parent folder name
   ScenarioOptions options;           ///< the run's scenario as overrides (calibration added later)
+  /// The node the run's plan was built with, when the summary records its parameters (simulate
+  /// --json writes the whole node); else the plan is built with the scenario's node without the
+  /// calibration, as the harness built it. The plan is then simulated on the calibrated node.
+  std::optional<NodeSpec> plan_node;
+  int64_t plan_ops = 0;              ///< ops of the measured plan ("plan"/"ops" or "ops"; 0 unknown)
   std::string scenario_name;
   std::string policy;
   double measured_step_time_s = 0;
@@ -37,11 +43,17 @@ struct MeasuredRun {
 /// JSON pointer for a summary whose scenario fields are malformed.
 std::vector<MeasuredRun> find_measured_runs(const std::string& dir, bool missing_ok = false);
 
+/// Reads one file: the run when it is a run summary (definition above), nullopt when it is some
+/// other JSON object. Throws InputError naming the file for unreadable or malformed JSON and for
+/// malformed scenario fields.
+std::optional<MeasuredRun> read_measured_run(const std::string& path);
+
 struct ValidationRow {
   MeasuredRun run;
   double predicted_step_time_s = 0;
   double error = 0;                  ///< (predicted − measured) / measured, signed
   bool used_for_fitting = false;
+  bool plan_mismatch = false;        ///< the re-built plan's op count differs from the run's
 };
 
 struct ValidationResult {
@@ -51,7 +63,8 @@ struct ValidationResult {
   double max_abs_error = 0;          ///< max |error| over held-out rows (0 when none)
 };
 
-/// Re-simulates each run (its scenario + `calibration_file` when not empty) and compares.
+/// Re-simulates each run: its plan (built as the run built it, see plan_node) on its scenario's
+/// node with `calibration_file` applied when not empty; compares the step times.
 /// Throws InputError for a bad calibration or a run whose scenario does not resolve.
 ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file);
 
