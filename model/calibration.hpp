@@ -30,8 +30,7 @@
 //      Applied: collective_latency_s = α; collective_flow_bytes_per_s = β for pcie_proxy (one
 //      flow out and one back) and β / (P−1) for host_staged (P−1 peer flows per rank).
 //  - "compute_slowdown_h2d", "compute_slowdown_collective" (compute_with_h2d,
-//      compute_with_collective; points {alone_time_s_median, time_s_median}; keys proposed to the
-//      harness, not yet in hw/BENCH_SCHEMA.md): concurrent =
+//      compute_with_collective; points {alone_time_s_median, time_s_median}, hw/BENCH_SCHEMA.md): concurrent =
 //      (1 + s) · alone, least squares through the origin. Applied: NodeSpec::compute_slowdown_*.
 //  - "gemm" (points {m, k, n, flop, time_s_median}): per point η = flop / (peak · (t − launch)),
 //      launch = the node's compute_launch_s; per weight shape (k, n) a table η(m) interpolated
