@@ -298,6 +298,14 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
     const auto pos = what.find(e.field() + ": ");
     throw InputError("", it->second, pos == std::string::npos ? what : what.substr(pos + e.field().size() + 2));
   }
+  // A scenario changed by node or workload overrides is a different scenario: name it after
+  // what it now is, so outputs are not labelled with the file's (or the default's) name.
+  if (o.node || o.model || o.height || o.width || o.frames || o.batch || o.ulysses) {
+    s.name = w.model + "-" + std::to_string(w.height) + "x" + std::to_string(w.width) + "x" + std::to_string(w.frames) +
+             "-b" + std::to_string(w.batch) + "-u" + std::to_string(w.ulysses_degree) + "-" + s.node.id;
+    s.description = "derived from " + (s.file.empty() ? std::string("the embedded default") : s.file) +
+                    " with command-line overrides";
+  }
   if (s.node.collective == CollectiveBackend::host_staged && w.ulysses_degree > s.node.gpu_count)
     throw InputError(o.ulysses ? "" : s.file, o.ulysses ? "--ulysses" : "/workload/ulysses_degree",
                      "expected at most " + std::to_string(s.node.gpu_count) + " (GPUs of node " + s.node.id +
