@@ -265,58 +265,8 @@ struct TuneOptions {
   bool json_stdout = false;
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 SweepGrid tune_grid(const TuneOptions& o) {
-  SweepGrid g = default_tune_grid();
-  g.policies = split(o.policies);
-  const auto known = policy_names();
-  if (g.policies.empty()) throw InputError("", "--policies", "expected a comma-separated list of policies");
-  for (const auto& p : g.policies)
-    if (std::find(known.begin(), known.end(), p) == known.end())
-      throw InputError("", "--policies", "expected no-offload, layerwise or chunkflow, got \"" + p + "\"");
-  g.chunk_mib.clear();
-  for (const auto& c : split(o.chunk_mib)) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(c, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != c.size() || !(v > 0) || !std::isfinite(v))
-      throw InputError("", "--chunk-mib-list", "expected chunk sizes > 0 MiB, got \"" + c + "\"");
-    g.chunk_mib.push_back(v);
-  }
-  if (g.chunk_mib.empty()) throw InputError("", "--chunk-mib-list", "expected a comma-separated list of sizes > 0 MiB");
-  g.resident_fractions.clear();
-  for (const auto& r : split(o.resident_fractions)) {
-    if (r == "auto") {
-      g.resident_fractions.push_back(std::nullopt);
-      continue;
-    }
-    std::size_t used = 0;
-    double v = -1;
-    try {
-      v = std::stod(r, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != r.size() || !(v >= 0 && v <= 1))
-      throw InputError("", "--resident-fractions", "expected numbers in [0, 1] or auto, got \"" + r + "\"");
-    g.resident_fractions.push_back(v);
-  }
-  if (g.resident_fractions.empty()) throw InputError("", "--resident-fractions", "expected a comma-separated list");
-  if (o.lookahead < 1) throw InputError("", "--lookahead", "expected an integer ≥ 1, got " + std::to_string(o.lookahead));
-  g.lookahead = o.lookahead;
-  return g;
+  return parse_sweep_grid(o.policies, o.chunk_mib, o.resident_fractions, o.lookahead, SweepGrid{}.steps);
 }
 
 json tune_row_json(const SweepRow& r) {

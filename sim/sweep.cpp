@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
 #include <cstdio>
 #include <exception>
 #include <sstream>
@@ -40,6 +44,70 @@ std::vector<PolicyConfig> sweep_configs(const SweepGrid& grid) {
     }
   }
   return out;
+}
+
+namespace {
+
+/// Splits "a,b,c".
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double parse_positive(const std::string& text, const std::string& field, const std::string& what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(v > 0) || !std::isfinite(v))
+    throw InputError("", field, "expected " + what + ", got \"" + text + "\"");
+  return v;
+}
+
+std::optional<double> parse_fraction(const std::string& text, const std::string& field) {
+  if (text == "auto") return std::nullopt;
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(v >= 0 && v <= 1))
+    throw InputError("", field, "expected numbers in [0, 1] or auto, got \"" + text + "\"");
+  return v;
+}
+
+}  // namespace
+
+SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk_mib,
+                           const std::string& resident_fractions, int lookahead, int steps) {
+  SweepGrid g;
+  g.policies = split_list(policies);
+  const auto known = policy_names();
+  if (g.policies.empty()) throw InputError("", "--policies", "expected a comma-separated list of policies");
+  for (const auto& p : g.policies)
+    if (std::find(known.begin(), known.end(), p) == known.end())
+      throw InputError("", "--policies", "expected no-offload, layerwise or chunkflow, got \"" + p + "\"");
+  g.chunk_mib.clear();
+  for (const auto& c : split_list(chunk_mib)) g.chunk_mib.push_back(parse_positive(c, "--chunk-mib-list", "chunk sizes > 0 MiB"));
+  if (g.chunk_mib.empty()) throw InputError("", "--chunk-mib-list", "expected a comma-separated list of sizes > 0 MiB");
+  g.resident_fractions.clear();
+  for (const auto& r : split_list(resident_fractions)) g.resident_fractions.push_back(parse_fraction(r, "--resident-fractions"));
+  if (g.resident_fractions.empty()) throw InputError("", "--resident-fractions", "expected a comma-separated list");
+  if (lookahead < 1) throw InputError("", "--lookahead", "expected an integer ≥ 1, got " + std::to_string(lookahead));
+  if (steps < 2)
+    throw InputError("", "--steps", "expected an integer ≥ 2 (the last step is the steady state), got " + std::to_string(steps));
+  g.lookahead = lookahead;
+  g.steps = steps;
+  return g;
 }
 
 std::pair<int, int> parse_shard(const std::string& text) {

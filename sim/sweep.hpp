@@ -35,6 +35,13 @@ struct SweepRow {
   std::size_t ops = 0;
 };
 
+/// A grid from the command line's comma-separated lists: policies (no-offload, layerwise,
+/// chunkflow), chunk sizes in MiB (> 0), resident fractions in [0, 1] or "auto"; lookahead ≥ 1,
+/// steps ≥ 2 (the last step is the steady state). Throws InputError naming the option
+/// (--policies, --chunk-mib-list, --resident-fractions, --lookahead, --steps).
+SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk_mib,
+                           const std::string& resident_fractions, int lookahead, int steps);
+
 /// Parses "I/N" (0 ≤ I < N); throws InputError(field "--shard").
 std::pair<int, int> parse_shard(const std::string& text);
 
