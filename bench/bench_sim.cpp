@@ -28,6 +28,14 @@ void BM_BuildPlanWan14B(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildPlanWan14B)->Unit(benchmark::kMillisecond);
 
+/// Validation of the default plan (acyclicity, weight dependencies, memory balance, slots).
+void BM_ValidatePlanWan14B(benchmark::State& state) {
+  const Scenario s = default_scenario();
+  const StepPlan plan = build_plan(s.workload, s.node, chunkflow_policy(2));
+  for (auto _ : state) validate(plan);
+}
+BENCHMARK(BM_ValidatePlanWan14B)->Unit(benchmark::kMillisecond);
+
 /// Simulation of a prebuilt plan of `steps` steps; reports events/s and time per step.
 void BM_SimulateWan14B(benchmark::State& state) {
   const Scenario s = default_scenario();

@@ -124,6 +124,7 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
   eo.proxy_mode = proxy_mode(o.collective);
   const Scenario sc = resolve_scenario(o.scenario);
   const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
+  validate(plan);  // before execution, as the simulator does
   const Program program = lower(plan, sc.node);
   require_devices(program.ranks);
   Context ctx = full_context(argc, argv, program.ranks, &sc);
@@ -212,6 +213,8 @@ int cmd_check(const Common& o, int repeat, int argc, const char* const* argv) {
   base.policy.policy = "no-offload";
   const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
   const StepPlan base_plan = build_plan(base.workload, base.node, base.policy);
+  validate(plan);
+  validate(base_plan);
   const Program program = lower(plan, sc.node);
   const Program base_program = lower(base_plan, base.node);
   require_devices(program.ranks);

@@ -42,10 +42,10 @@ void StepPlan::depend(int after, int before) {
 }
 
 StepPlan::Graph StepPlan::dependency_graph() const {
-  Graph g(ops.size());
+  std::vector<std::pair<std::size_t, std::size_t>> edges;
   for (const auto& op : ops)
-    for (int d : op.deps) boost::add_edge(d, op.id, g);
-  return g;
+    for (int d : op.deps) edges.emplace_back(std::size_t(d), std::size_t(op.id));
+  return Graph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), ops.size());
 }
 
 const StageCost& StepPlan::stage_of(const PlanOp& op) const {
@@ -72,7 +72,7 @@ void validate(const StepPlan& plan) {
   }
 
   // Acyclic (boost throws not_a_dag).
-  std::vector<int> order;
+  std::vector<std::size_t> order;
   StepPlan::Graph graph = plan.dependency_graph();
   try {
     boost::topological_sort(graph, std::back_inserter(order));

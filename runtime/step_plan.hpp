@@ -2,7 +2,7 @@
 // StepPlan: the DAG of ops that a policy emits and both executors (sim/, hw/) run.
 // Dependencies include lane order (each lane is FIFO, like a CUDA stream), so the graph alone
 // says what may start when. Ops appear in `ops` in issue order; ids are indices into `ops`.
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <string>
 #include <vector>
 
@@ -49,8 +49,9 @@ struct PlanInfo {
 };
 
 struct StepPlan {
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
-                                      boost::no_property, boost::no_property, boost::vecS>;
+  /// Compressed sparse row: built in one pass from the edge list, the cheapest Boost graph to
+  /// run algorithms on for a DAG this size (~10^4 vertices) that is not edited afterwards.
+  using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
   PlanInfo info;
   Workload workload;
   ForwardCost cost;            ///< per-rank costs of one forward (stages referenced by ops)

@@ -133,6 +133,7 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
     try {
       const PolicyConfig& config = configs[mine[i]];
       const StepPlan plan = build_plan(scenario.workload, scenario.node, config);
+      validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
       const SimResult r = simulate(plan, scenario.node, options);
       rows[i] = {mine[i], config, plan.info, r.summary, r.events, plan.ops.size()};
     } catch (...) {

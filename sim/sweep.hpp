@@ -45,7 +45,7 @@ SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk
 /// Parses "I/N" (0 ≤ I < N); throws InputError(field "--shard").
 std::pair<int, int> parse_shard(const std::string& text);
 
-/// Simulates the configurations of shard `shard_index` of `shard_count` on every core.
+/// Validates and simulates the configurations of shard `shard_index` of `shard_count` on every core.
 /// Rows come back in config order, whatever the thread count.
 std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<PolicyConfig>& configs,
                                 int shard_index = 0, int shard_count = 1);

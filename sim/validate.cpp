@@ -201,6 +201,7 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
       throw InputError(run.summary_path, "/scenario", std::string("does not resolve: ") + e.what());
     }
     const StepPlan plan = build_plan(s.workload, run.plan_node ? *run.plan_node : as_run.node, s.policy);
+    validate(plan);
     SimOptions so;
     so.record_links = false;
     so.record_memory = false;
