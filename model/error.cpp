@@ -22,6 +22,9 @@ std::string compose_message(const std::string& file, const std::string& field, c
 }  // namespace
 
 InputError::InputError(std::string file, std::string field, const std::string& message)
-    : std::runtime_error(compose_message(file, field, message)), file_(std::move(file)), field_(std::move(field)) {}
+    : std::runtime_error(compose_message(file, field, message)),
+      file_(std::move(file)),
+      field_(std::move(field)),
+      message_(message) {}
 
 }  // namespace chunkflow

@@ -13,10 +13,13 @@ class InputError : public std::runtime_error {
   InputError(std::string file, std::string field, const std::string& message);
   const std::string& file() const { return file_; }
   const std::string& field() const { return field_; }
+  /// The message without the file and field prefixes.
+  const std::string& message() const { return message_; }
 
  private:
   std::string file_;
   std::string field_;
+  std::string message_;
 };
 
 }  // namespace chunkflow

@@ -11,6 +11,15 @@
 
 namespace chunkflow {
 
+namespace {
+/// A number as a user wrote it ("0", "1.5", "-8"), for error messages.
+std::string shown(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
 std::vector<std::string> policy_names() { return {"no-offload", "layerwise", "chunkflow"}; }
 
 void validate(const PolicyConfig& p, const std::string& file, const std::string& prefix) {
@@ -20,10 +29,10 @@ void validate(const PolicyConfig& p, const std::string& file, const std::string&
                      "expected one of no-offload, layerwise, chunkflow, got \"" + p.policy + "\"");
   if (!(p.chunk_bytes > 0) || !std::isfinite(p.chunk_bytes))
     throw InputError(file, prefix + "/chunk_mib",
-                     "expected a chunk size > 0 MiB, got " + std::to_string(p.chunk_bytes / kMiB));
+                     "expected a chunk size > 0 MiB, got " + shown(p.chunk_bytes / kMiB));
   if (p.resident_fraction && !(*p.resident_fraction >= 0.0 && *p.resident_fraction <= 1.0))
     throw InputError(file, prefix + "/resident_fraction",
-                     "expected a number in [0, 1] or \"auto\", got " + std::to_string(*p.resident_fraction));
+                     "expected a number in [0, 1] or \"auto\", got " + shown(*p.resident_fraction));
   if (p.lookahead < 1)
     throw InputError(file, prefix + "/lookahead", "expected an integer ≥ 1, got " + std::to_string(p.lookahead));
   if (p.steps < 1) throw InputError(file, prefix + "/steps", "expected an integer ≥ 1, got " + std::to_string(p.steps));

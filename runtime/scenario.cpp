@@ -202,7 +202,7 @@ Scenario load_scenario(const std::string& path) {
     if (r.has("policy")) s.policy = read_policy(r.raw("policy"), path);
   } catch (const InputError& e) {
     if (!e.file().empty()) throw;
-    throw InputError(path, e.field(), e.what());  // built-in lookups name no file
+    throw InputError(path, e.field(), e.message());  // built-in lookups name no file
   }
   r.reject_unknown("name, description, node, workload, policy");
   validate(s.node, path, "/node");
@@ -240,7 +240,6 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
 
 Scenario resolve_scenario(const ScenarioOptions& o) {
   Scenario s = o.scenario_file.empty() ? default_scenario() : load_scenario(o.scenario_file);
-  const std::string& file = "";  // overrides come from the command line
   if (o.node) s.node = node(*o.node, "--node");
   Workload& w = s.workload;
   if (o.model) {
@@ -257,46 +256,30 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   PolicyConfig& p = s.policy;
   if (o.policy) p.policy = *o.policy;
   if (o.chunk_mib) p.chunk_bytes = *o.chunk_mib * kMiB;
-  if (o.resident_fraction) p.resident_fraction = parse_resident_fraction(*o.resident_fraction, file, "--resident-fraction");
+  if (o.resident_fraction) p.resident_fraction = parse_resident_fraction(*o.resident_fraction, "", "--resident-fraction");
   if (o.lookahead) p.lookahead = *o.lookahead;
   if (o.steps) p.steps = *o.steps;
-  // Errors name the option when it came from the command line, else the scenario's field.
-  auto from = [&](bool overridden, const std::string& option, const std::string& pointer) {
-    return overridden ? std::make_pair(std::string(), option) : std::make_pair(s.file, pointer);
-  };
+  // A value given on the command line is reported under its option; one from the scenario file
+  // under the file's JSON pointer.
+  const std::map<std::string, std::pair<std::string, bool>> option_of = {
+      {"/workload/model", {"--model", o.model.has_value()}},
+      {"/workload/height", {"--height", o.height.has_value()}},
+      {"/workload/width", {"--width", o.width.has_value()}},
+      {"/workload/frames", {"--frames", o.frames.has_value()}},
+      {"/workload/batch", {"--batch", o.batch.has_value()}},
+      {"/workload/ulysses_degree", {"--ulysses", o.ulysses.has_value()}},
+      {"/policy/name", {"--policy", o.policy.has_value()}},
+      {"/policy/chunk_mib", {"--chunk-mib", o.chunk_mib.has_value()}},
+      {"/policy/resident_fraction", {"--resident-fraction", o.resident_fraction.has_value()}},
+      {"/policy/lookahead", {"--lookahead", o.lookahead.has_value()}},
+      {"/policy/steps", {"--steps", o.steps.has_value()}}};
   try {
     validate(s.workload, s.file, "/workload");
-  } catch (const InputError& e) {
-    static const std::map<std::string, std::string> option_of = {
-        {"/workload/model", "--model"},   {"/workload/height", "--height"}, {"/workload/width", "--width"},
-        {"/workload/frames", "--frames"}, {"/workload/batch", "--batch"},   {"/workload/ulysses_degree", "--ulysses"}};
-    auto it = option_of.find(e.field());
-    if (it == option_of.end()) throw;
-    const bool overridden = (it->second == "--model" && o.model) || (it->second == "--height" && o.height) ||
-                            (it->second == "--width" && o.width) || (it->second == "--frames" && o.frames) ||
-                            (it->second == "--batch" && o.batch) || (it->second == "--ulysses" && o.ulysses);
-    auto [f, field] = from(overridden, it->second, e.field());
-    const std::string what = e.what();
-    const auto pos = what.find(e.field() + ": ");
-    throw InputError(f, field, pos == std::string::npos ? what : what.substr(pos + e.field().size() + 2));
-  }
-  try {
     validate(s.policy, s.file, "/policy");
   } catch (const InputError& e) {
-    static const std::map<std::string, std::string> option_of = {{"/policy/name", "--policy"},
-                                                                 {"/policy/chunk_mib", "--chunk-mib"},
-                                                                 {"/policy/resident_fraction", "--resident-fraction"},
-                                                                 {"/policy/lookahead", "--lookahead"},
-                                                                 {"/policy/steps", "--steps"}};
-    auto it = option_of.find(e.field());
-    if (it == option_of.end()) throw;
-    const bool overridden = (it->second == "--policy" && o.policy) || (it->second == "--chunk-mib" && o.chunk_mib) ||
-                            (it->second == "--resident-fraction" && o.resident_fraction) ||
-                            (it->second == "--lookahead" && o.lookahead) || (it->second == "--steps" && o.steps);
-    if (!overridden) throw;
-    const std::string what = e.what();
-    const auto pos = what.find(e.field() + ": ");
-    throw InputError("", it->second, pos == std::string::npos ? what : what.substr(pos + e.field().size() + 2));
+    const auto it = option_of.find(e.field());
+    if (it == option_of.end() || !it->second.second) throw;
+    throw InputError("", it->second.first, e.message());
   }
   // A scenario changed by node or workload overrides is a different scenario: name it after
   // what it now is, so outputs are not labelled with the file's (or the default's) name.

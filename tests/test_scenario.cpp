@@ -42,7 +42,9 @@ void check_error(const std::string& text, const std::string& field, const std::s
     INFO(e.what());
     CHECK(e.file() == path);
     CHECK(e.field() == field);
-    CHECK(std::string(e.what()).find(path) == 0);
+    // Exactly "file: field: message", the field named once.
+    CHECK(std::string(e.what()) == path + (field.empty() ? "" : ": " + field) + ": " + e.message());
+    CHECK(e.message().find(field.empty() ? std::string("\x01") : field + ":") == std::string::npos);
     CHECK_THAT(e.what(), Catch::Contains(expected));
   }
 }
