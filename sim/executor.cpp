@@ -273,12 +273,10 @@ class Simulation {
       t.rows.push_back(std::move(row));
     }
     t.memory = std::move(samples_);
-    if (t.memory.empty())  // the summary's peak comes from the samples: keep the peak at least
-      t.memory.push_back({0, 0.0, peak_});
     t.links = std::move(links_);
     r.summary = summarize(t);
+    r.summary.peak_memory_bytes = peak_;  // tracked at every change, with or without samples
     r.events = event_count_;
-    r.peak_memory_bytes = peak_;
     return r;
   }
 

@@ -29,14 +29,13 @@ namespace chunkflow {
 
 struct SimOptions {
   bool record_links = true;   ///< per-link throughput samples for the trace (off in sweeps)
-  bool record_memory = true;  ///< memory samples (the peak is tracked either way)
+  bool record_memory = true;  ///< memory samples in the timeline (the summary's peak is exact either way)
 };
 
 struct SimResult {
   Timeline timeline;
   StepSummary summary;
   uint64_t events = 0;        ///< events processed (op starts/ends, flow starts/ends)
-  double peak_memory_bytes = 0;
 };
 
 /// Simulates `plan` on `node`. The plan must be valid (runtime validate()); throws
