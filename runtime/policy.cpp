@@ -50,20 +50,6 @@ struct Chunk {
   int last_reader_stage = -1;  ///< the stage that reads it last (it frees the chunk)
 };
 
-/// Byte range [lo, hi) of a block's layout that compute stage `s` reads: its linear's weights; the
-/// block's last linear also reads the tail of the layout (non-linear parameters such as norm
-/// scales), so that every byte of a block has a reader. Non-linear stages read no weights.
-std::pair<double, double> weight_range(const BlockCost& block, int s) {
-  const StageCost& st = block.stages[s];
-  if (st.stage.kind != BlockStage::Kind::linear) return {0.0, 0.0};
-  double hi = st.weight_offset_bytes + st.weight_bytes;
-  bool last = true;
-  for (std::size_t t = s + 1; t < block.stages.size(); ++t)
-    if (block.stages[t].stage.kind == BlockStage::Kind::linear) last = false;
-  if (last) hi = std::max(hi, block.weight_bytes);
-  return {st.weight_offset_bytes, hi};
-}
-
 /// "s<step>.b<block, two digits at least>." (formatted by hand: this runs once per op).
 std::string block_prefix(int step, int block) {
   std::string s;
@@ -157,7 +143,7 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
   // Per block, the byte range each stage reads; per chunk, its last reader (same every step).
   std::vector<std::vector<std::pair<double, double>>> ranges(nblocks);
   for (int b = 0; b < nblocks; ++b)
-    for (int st = 0; st < int(cost.blocks[b].stages.size()); ++st) ranges[b].push_back(weight_range(cost.blocks[b], st));
+    for (int st = 0; st < int(cost.blocks[b].stages.size()); ++st) ranges[b].push_back(stage_weight_range(cost.blocks[b], st));
   for (Chunk& c : step_chunks)
     for (int st = 0; st < int(ranges[c.block].size()); ++st)
       if (c.offset_bytes < ranges[c.block][st].second && c.offset_bytes + c.bytes > ranges[c.block][st].first)

@@ -41,6 +41,17 @@ void StepPlan::depend(int after, int before) {
   if (std::find(o.deps.begin(), o.deps.end(), before) == o.deps.end()) o.deps.push_back(before);
 }
 
+std::pair<double, double> stage_weight_range(const BlockCost& block, int s) {
+  const StageCost& st = block.stages.at(s);
+  if (st.stage.kind != BlockStage::Kind::linear) return {0.0, 0.0};
+  double hi = st.weight_offset_bytes + st.weight_bytes;
+  bool last = true;
+  for (std::size_t t = s + 1; t < block.stages.size(); ++t)
+    if (block.stages[t].stage.kind == BlockStage::Kind::linear) last = false;
+  if (last) hi = std::max(hi, block.weight_bytes);
+  return {st.weight_offset_bytes, hi};
+}
+
 StepPlan::Graph StepPlan::dependency_graph() const {
   std::vector<std::pair<std::size_t, std::size_t>> edges;
   for (const auto& op : ops)
@@ -97,7 +108,7 @@ void validate(const StepPlan& plan) {
   // Weights: every compute op of a linear depends on every chunk that holds part of its weights.
   // Chunk coverage is [src_offset, src_offset + bytes) of the block's layout; a linear covers
   // [weight_offset, weight_offset + weight_bytes); the last linear of a block also covers the
-  // block's tail (non-linear parameters), as runtime/policy.cpp defines.
+  // block's tail (non-linear parameters): stage_weight_range().
   std::map<std::tuple<int, int, int>, std::vector<int>> chunks;  // (rank, step, block) → h2d ops
   for (const auto& op : plan.ops)
     if (op.kind == OpKind::h2d) chunks[{op.rank, op.step, op.block}].push_back(op.id);
@@ -108,11 +119,7 @@ void validate(const StepPlan& plan) {
     auto it = chunks.find({op.rank, op.step, op.block});
     if (it == chunks.end()) continue;
     const BlockCost& block = plan.cost.blocks[op.block];
-    double lo = st.weight_offset_bytes, hi = st.weight_offset_bytes + st.weight_bytes;
-    bool last_linear = true;
-    for (std::size_t s = op.stage + 1; s < block.stages.size(); ++s)
-      if (block.stages[s].stage.kind == BlockStage::Kind::linear) last_linear = false;
-    if (last_linear) hi = std::max(hi, block.weight_bytes);
+    const auto [lo, hi] = stage_weight_range(block, op.stage);
     for (int c : it->second) {
       const PlanOp& ch = plan.ops[c];
       if (ch.src_offset_bytes < hi && ch.src_offset_bytes + ch.bytes > lo &&

@@ -4,6 +4,7 @@
 // says what may start when. Ops appear in `ops` in issue order; ids are indices into `ops`.
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/workload.hpp"
@@ -70,6 +71,12 @@ struct StepPlan {
   /// The stage an op runs (compute / collective ops). Throws std::logic_error otherwise.
   const StageCost& stage_of(const PlanOp& op) const;
 };
+
+/// Byte range [lo, hi) of a block's flat weight layout that stage `s` reads, in bytes: its
+/// linear's weights and bias; the block's last linear also reads the layout's tail (non-linear
+/// parameters such as norm scales), so every byte of a block has a reader. Non-linear stages
+/// read nothing ({0, 0}). Throws std::out_of_range for a bad stage index.
+std::pair<double, double> stage_weight_range(const BlockCost& block, int s);
 
 /// Checks a plan before execution; throws std::logic_error naming the first violation:
 ///  - the graph is acyclic and matches each op's deps;
