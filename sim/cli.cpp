@@ -82,22 +82,7 @@ json sweep_json(const CliContext& context, const Scenario& scenario, const Analy
   j["shard"] = {{"index", shard_index}, {"count", shard_count}};
   json arr = json::array();
   for (const auto& r : rows) {
-    const StepSummary& m = r.summary;
-    arr.push_back({{"config_index", r.config_index},
-                   {"policy", r.plan.policy},
-                   {"chunk_bytes", r.plan.chunk_bytes},
-                   {"resident_fraction", r.plan.resident_fraction},
-                   {"resident_fraction_auto", r.plan.resident_fraction_auto},
-                   {"lookahead", r.plan.lookahead},
-                   {"step_time_s", m.step_time_s},
-                   {"peak_memory_bytes", m.peak_memory_bytes},
-                   {"compute_time_s", m.compute_time_s},
-                   {"h2d_time_s", m.h2d_time_s},
-                   {"prefetch_stall_s", m.prefetch_stall_s},
-                   {"collective_time_s", m.collective_time_s},
-                   {"h2d_bytes", m.h2d_bytes},
-                   {"ops", r.ops},
-                   {"events", r.events}});
+    arr.push_back(sweep_row_json(r));
   }
   j["rows"] = arr;
   return j;

@@ -269,17 +269,6 @@ SweepGrid tune_grid(const TuneOptions& o) {
   return parse_sweep_grid(o.policies, o.chunk_mib, o.resident_fractions, o.lookahead, SweepGrid{}.steps);
 }
 
-json tune_row_json(const SweepRow& r) {
-  return {{"config_index", r.config_index},
-          {"policy", r.plan.policy},
-          {"chunk_bytes", r.plan.chunk_bytes},
-          {"resident_fraction", r.plan.resident_fraction},
-          {"resident_fraction_auto", r.plan.resident_fraction_auto},
-          {"lookahead", r.plan.lookahead},
-          {"step_time_s", r.summary.step_time_s},
-          {"peak_memory_bytes", r.summary.peak_memory_bytes},
-          {"prefetch_stall_s", r.summary.prefetch_stall_s}};
-}
 
 void do_tune(const CliContext& context, const TuneOptions& o) {
   if (!(o.budget_gib > 0) || !std::isfinite(o.budget_gib))
@@ -291,15 +280,15 @@ void do_tune(const CliContext& context, const TuneOptions& o) {
   j["context"] = context_block(context.command_line);
   j["scenario"] = scenario_json(s);
   j["memory_budget_bytes"] = t.budget_bytes;
-  j["best"] = tune_row_json(t.candidates[t.best]);
+  j["best"] = sweep_row_json(t.candidates[t.best]);
   json frontier = json::array(), all = json::array();
   for (int i : t.frontier) {
-    json r = tune_row_json(t.candidates[i]);
+    json r = sweep_row_json(t.candidates[i]);
     r["within_budget"] = t.candidates[i].summary.peak_memory_bytes <= t.budget_bytes;
     frontier.push_back(r);
   }
   for (const auto& c : t.candidates) {
-    json r = tune_row_json(c);
+    json r = sweep_row_json(c);
     r["within_budget"] = c.summary.peak_memory_bytes <= t.budget_bytes;
     all.push_back(r);
   }

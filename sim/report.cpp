@@ -135,6 +135,25 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   return j;
 }
 
+json sweep_row_json(const SweepRow& r) {
+  const StepSummary& m = r.summary;
+  return {{"config_index", r.config_index},
+          {"policy", r.plan.policy},
+          {"chunk_bytes", r.plan.chunk_bytes},
+          {"resident_fraction", r.plan.resident_fraction},
+          {"resident_fraction_auto", r.plan.resident_fraction_auto},
+          {"lookahead", r.plan.lookahead},
+          {"step_time_s", m.step_time_s},
+          {"peak_memory_bytes", m.peak_memory_bytes},
+          {"compute_time_s", m.compute_time_s},
+          {"h2d_time_s", m.h2d_time_s},
+          {"prefetch_stall_s", m.prefetch_stall_s},
+          {"collective_time_s", m.collective_time_s},
+          {"h2d_bytes", m.h2d_bytes},
+          {"ops", r.ops},
+          {"events", r.events}};
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   namespace fs = std::filesystem;
   const fs::path target(path);

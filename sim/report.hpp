@@ -11,6 +11,7 @@
 #include "runtime/scenario.hpp"
 #include "runtime/step_plan.hpp"
 #include "sim/executor.hpp"
+#include "sim/sweep.hpp"
 
 namespace chunkflow {
 
@@ -27,6 +28,11 @@ nlohmann::json model_json(const Scenario& s, const ForwardCost& cost, const Anal
 /// `chunkflow simulate --json`: policy, step_time_s, peak_memory_bytes, compute_time_s, h2d_bytes,
 /// prefetch_stall_s, collective_time_s, plus the resolved policy parameters.
 nlohmann::json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r);
+
+/// One sweep row: config_index, the resolved policy (policy, chunk_bytes, resident_fraction,
+/// resident_fraction_auto, lookahead) and the step summary (step_time_s, peak_memory_bytes,
+/// compute_time_s, h2d_time_s, prefetch_stall_s, collective_time_s, h2d_bytes), ops, events.
+nlohmann::json sweep_row_json(const SweepRow& r);
 
 /// Writes `content` to `path` through a temporary file in the same folder and a rename, so a
 /// failure leaves no partial file. Throws std::runtime_error naming the path.
