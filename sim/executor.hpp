@@ -35,7 +35,9 @@ struct SimOptions {
 struct SimResult {
   Timeline timeline;
   StepSummary summary;
-  uint64_t events = 0;        ///< events processed (op starts/ends, flow starts/ends)
+  /// Events processed: op starts, event-queue pops (op ends, the start of an H2D op's or a
+  /// collective's flows) and instants at which flows complete (several flows may end at once).
+  uint64_t events = 0;
 };
 
 /// Simulates `plan` on `node`. The plan must be valid (runtime validate()); throws
