@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/workload.hpp"
-#include "traces/timeline.hpp"
+#include "runtime/plan_vocabulary.hpp"
 
 namespace chunkflow {
 
@@ -29,6 +29,11 @@ struct PlanOp {
   int collective_group = -1;   ///< ops of one collective across ranks share it
   double alloc_bytes = 0;      ///< memory allocated when the op starts (h2d: the chunk)
   double free_bytes = 0;       ///< memory released when the op ends (last reader of chunks)
+  /// h2d: the most this copy may take of its route, in bytes/s (0 = no cap: the copy engine's
+  /// own rate). The planner caps a copy that overlaps a collective so that the collective keeps
+  /// its rate (shared/DESIGN.md "Policies"); the simulator executes it as the flow's bound in the
+  /// max-min solver, the hardware harness by pacing sub-chunks.
+  double rate_cap_bytes_per_s = 0;
   std::vector<int> deps;       ///< all predecessors, lane order included
   std::vector<int> data_deps;  ///< the subset that is not lane order (what the op waits on)
 };

@@ -162,7 +162,10 @@ class Simulation {
   void start_flows(int target, bool group) {
     if (!group) {
       const PlanOp& op = plan_.ops[target];
-      add_flow(Topology::kHostVertex, Topology::gpu_vertex(op.rank), op.bytes, node_.copy_engine_bytes_per_s, target, false);
+      // The copy engine's own rate, or the plan's cap on this copy when it is lower.
+      const double cap = op.rate_cap_bytes_per_s > 0 ? std::min(op.rate_cap_bytes_per_s, node_.copy_engine_bytes_per_s)
+                                                     : node_.copy_engine_bytes_per_s;
+      add_flow(Topology::kHostVertex, Topology::gpu_vertex(op.rank), op.bytes, cap, target, false);
     } else {
       Group& g = groups_[target];
       const PlanOp& first = plan_.ops[g.members.front()];

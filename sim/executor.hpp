@@ -10,7 +10,8 @@
 //    small GEMMs, plus a launch cost), × (1 + compute_slowdown_h2d) when an H2D op of its rank is
 //    in flight at its start and + compute_slowdown_collective when a collective is (calibrated,
 //    model/calibration.hpp; both 0 by default).
-//  - H2D op: h2d_latency_s, then one flow host→gpu<rank> capped at copy_engine_bytes_per_s.
+//  - H2D op: h2d_latency_s, then one flow host→gpu<rank> capped at copy_engine_bytes_per_s, or at
+//    the op's rate_cap_bytes_per_s when the plan sets a lower one.
 //  - All-to-all (per-rank buffer S, degree P): collective_latency_s, then per-peer flows capped at
 //    collective_flow_bytes_per_s: host_staged: S/P bytes from every rank to every other rank, routed
 //    src→host→dst; pcie_proxy: (P−1)/P·S out to the host and (P−1)/P·S back. It ends with its last flow.

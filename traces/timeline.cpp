@@ -8,40 +8,6 @@
 
 namespace chunkflow {
 
-const char* to_string(Lane lane) {
-  switch (lane) {
-    case Lane::compute: return "compute";
-    case Lane::h2d: return "h2d";
-    case Lane::comm: return "comm";
-  }
-  throw std::invalid_argument("to_string(Lane): value " + std::to_string(static_cast<int>(lane)) +
-                              " is not a lane");
-}
-
-const char* to_string(OpKind kind) {
-  switch (kind) {
-    case OpKind::compute: return "compute";
-    case OpKind::h2d: return "h2d";
-    case OpKind::collective: return "collective";
-  }
-  throw std::invalid_argument("to_string(OpKind): value " + std::to_string(static_cast<int>(kind)) +
-                              " is not an op kind");
-}
-
-Lane lane_from_string(const std::string& s) {
-  if (s == "compute") return Lane::compute;
-  if (s == "h2d") return Lane::h2d;
-  if (s == "comm") return Lane::comm;
-  throw std::invalid_argument("unknown lane \"" + s + "\" (expected compute, h2d or comm)");
-}
-
-OpKind op_kind_from_string(const std::string& s) {
-  if (s == "compute") return OpKind::compute;
-  if (s == "h2d") return OpKind::h2d;
-  if (s == "collective") return OpKind::collective;
-  throw std::invalid_argument("unknown op kind \"" + s + "\" (expected compute, h2d or collective)");
-}
-
 double union_length_s(std::vector<std::pair<double, double>> intervals_s) {
   std::sort(intervals_s.begin(), intervals_s.end());
   double total_s = 0;

@@ -7,18 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/plan_vocabulary.hpp"
+
 namespace chunkflow {
-
-/// Lanes of a rank: the CUDA streams of the harness, the serial resources of the simulator.
-enum class Lane { compute, h2d, comm };
-/// Op kinds of a plan.
-enum class OpKind { compute, h2d, collective };
-
-const char* to_string(Lane lane);
-const char* to_string(OpKind kind);
-/// Inverse of to_string; throws std::invalid_argument for an unknown name.
-Lane lane_from_string(const std::string& s);
-OpKind op_kind_from_string(const std::string& s);
 
 /// One executed op.
 struct TimelineRow {
