@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 
 namespace chunkflow {
 
@@ -198,7 +199,13 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
 // attention kernel workspace are not included.
 constexpr double kResidentActivations = 4.0;
 
-double block_activation_bytes(const BlockCost& b, const BlockKind& k, int dtype_bytes, int64_t hidden) {
+/// The estimate above, and its attention part (the second term) apart.
+struct ActivationBytes {
+  double total = 0;
+  double attention = 0;
+};
+
+ActivationBytes block_activation_bytes(const BlockCost& b, const BlockKind& k, int dtype_bytes, int64_t hidden) {
   double rows_loc = 0, widest = 0, attention_elems = 0;
   for (const StageCost& c : b.stages) {
     if (c.stage.kind == BlockStage::Kind::linear && k.linears[size_t(c.stage.linear_index)].scope != TokenScope::sample) {
@@ -210,7 +217,8 @@ double block_activation_bytes(const BlockCost& b, const BlockKind& k, int dtype_
                          (2.0 * double(at.q_tokens) + 2.0 * double(at.kv_tokens));
     }
   }
-  return double(dtype_bytes) * (rows_loc * (kResidentActivations * double(hidden) + widest) + attention_elems);
+  return {double(dtype_bytes) * (rows_loc * (kResidentActivations * double(hidden) + widest) + attention_elems),
+          double(dtype_bytes) * attention_elems};
 }
 
 }  // namespace
@@ -245,6 +253,12 @@ void validate(const Workload& w, const std::string& file, const std::string& pre
     throw InputError(file, prefix + "/ulysses_degree",
                      "expected a Ulysses degree dividing the " + std::to_string(a.heads) + " heads of " + a.id +
                          " (valid: " + join_divisors(a.heads) + "), got " + std::to_string(w.ulysses_degree));
+  // The documented ranges (model/limits.hpp), after the shape rules above so that their messages
+  // keep naming the rule a value breaks.
+  for (auto [name, value] : {std::pair{"/height", double(w.height)}, std::pair{"/width", double(w.width)},
+                             std::pair{"/frames", double(w.frames)}, std::pair{"/batch", double(w.batch)},
+                             std::pair{"/ulysses_degree", double(w.ulysses_degree)}})
+    check_range(value, std::string("/workload") + name, file, prefix + name);
   if (w.dtype_bytes < 1)
     throw InputError(file, prefix + "/dtype_bytes",
                      "expected a positive number of bytes per element, got " + std::to_string(w.dtype_bytes));
@@ -255,10 +269,18 @@ TokenCounts tokens(const Workload& w) {
   const DitArchitecture& a = architecture(w.model);
   const int64_t spatial = int64_t(a.vae_spatial_stride) * a.patch_spatial;
   const int64_t latent_frames = (w.frames - 1) / a.vae_temporal_stride + 1;
+  // Overflow-checked products: validate() caps the shapes so that these fit in 64 bits with a wide
+  // margin (model/limits.hpp), and the check keeps a future cap change from silently wrapping.
+  int64_t spatial_tokens = 0, video = 0, padded = 0;
+  if (__builtin_mul_overflow(w.height / spatial, w.width / spatial, &spatial_tokens) ||
+      __builtin_mul_overflow(latent_frames / a.patch_temporal, spatial_tokens, &video) ||
+      __builtin_mul_overflow(ceil_div(video, w.ulysses_degree), int64_t(w.ulysses_degree), &padded) ||
+      __builtin_mul_overflow(padded + a.text_tokens, w.batch, &spatial_tokens))
+    throw InputError("", "/workload", "the token count of this shape overflows 64-bit integers");
   TokenCounts t;
-  t.video = (latent_frames / a.patch_temporal) * (w.height / spatial) * (w.width / spatial);
+  t.video = video;
   t.text = a.text_tokens;
-  t.video_padded = ceil_div(t.video, w.ulysses_degree) * w.ulysses_degree;
+  t.video_padded = padded;
   return t;
 }
 
@@ -273,8 +295,11 @@ ForwardCost forward_cost(const Workload& w) {
   std::vector<BlockCost> per_kind;
   for (const BlockKind& k : a.block_kinds) {
     per_kind.push_back(block_cost(a, k, s, w.dtype_bytes));
-    f.activation_bytes =
-        std::max(f.activation_bytes, block_activation_bytes(per_kind.back(), k, w.dtype_bytes, a.hidden));
+    const ActivationBytes act = block_activation_bytes(per_kind.back(), k, w.dtype_bytes, a.hidden);
+    if (act.total > f.activation_bytes) {
+      f.activation_bytes = act.total;
+      f.attention_workspace_bytes = act.attention;
+    }
   }
   for (int i = 0; i < a.block_count(); ++i) {
     const int kind = a.kind_of_block(i);

@@ -83,6 +83,7 @@ struct ForwardCost {
   double weight_bytes = 0;           ///< whole model
   double flop = 0;                   ///< per rank, Σ blocks
   double activation_bytes = 0;       ///< per-rank activation/workspace estimate (see .cpp)
+  double attention_workspace_bytes = 0; ///< the attention q, k, v, o part of activation_bytes
 };
 
 /// Builds the per-rank cost of a forward. Throws as validate().

@@ -8,6 +8,7 @@
 
 #include "model/analytical.hpp"
 #include "model/error.hpp"
+#include "runtime/plan_limits.hpp"
 
 namespace chunkflow {
 
@@ -82,6 +83,7 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
   StepPlan plan;
   plan.workload = w;
   plan.cost = forward_cost(w);
+  check_plan_limits(w, plan.cost, node, config);  // sizes bounded before allocating
   const ForwardCost& cost = plan.cost;
   const int ranks = node.executed_ranks(w.ulysses_degree);
   const int nblocks = static_cast<int>(cost.blocks.size());

@@ -11,6 +11,8 @@
 
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
+#include "runtime/plan_limits.hpp"
 
 namespace chunkflow {
 
@@ -64,7 +66,8 @@ class ObjectReader {
   int64_t integer(const std::string& key) {
     if (!has(key)) throw InputError(file_, field(key), "missing; expected an integer");
     const json& v = raw(key);
-    if (!v.is_number_integer()) throw InputError(file_, field(key), "expected an integer, got " + v.dump());
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+      throw InputError(file_, field(key), "expected a 64-bit integer, got " + v.dump());
     return v.get<int64_t>();
   }
   void optional_integer(const std::string& key, int64_t& out) {
@@ -125,7 +128,11 @@ NodeSpec read_node(const json& j, const std::string& file) {
   ObjectReader r(j, file, "/node");
   NodeSpec n = node(r.string("id"), "/node/id");
   for (const auto& [key, apply] : node_overrides())
-    if (r.has(key)) apply(n, r.number(key));
+    if (r.has(key)) {
+      const double v = r.number(key);
+      check_range(v, "/node/" + key, file, r.field(key));
+      apply(n, v);
+    }
   r.reject_unknown(override_names());
   return n;
 }
@@ -224,18 +231,21 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
     for (const auto& id : architecture_ids()) s += (s.empty() ? "" : ", ") + id;
     return s;
   }());
-  app.add_option("--height", o.height, "Height in pixels (multiple of 16)");
-  app.add_option("--width", o.width, "Width in pixels (multiple of 16)");
-  app.add_option("--frames", o.frames, "Frames (4k+1 for video models, 1 for images)");
-  app.add_option("--batch", o.batch, "Batch per forward");
-  app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads)");
+  app.add_option("--height", o.height, "Height in pixels (multiple of 16), " + range_text("--height"));
+  app.add_option("--width", o.width, "Width in pixels (multiple of 16), " + range_text("--width"));
+  app.add_option("--frames", o.frames, "Frames (4k+1 for video models, 1 for images), " + range_text("--frames"));
+  app.add_option("--batch", o.batch, "Batch per forward, " + range_text("--batch"));
+  app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads), " + range_text("--ulysses"));
   app.add_option("--calibration", o.calibration_file, "Calibration JSON (chunkflow calibrate) applied to the node");
   if (!with_policy) return;
   app.add_option("--policy", o.policy, "no-offload | layerwise | chunkflow");
-  app.add_option("--chunk-mib", o.chunk_mib, "Chunk size in MiB (chunkflow)");
+  app.add_option("--chunk-mib", o.chunk_mib,
+                 "Chunk size (chunkflow), " + range_text("--chunk-mib") + ", at most 10^6 ops per step");
   app.add_option("--resident-fraction", o.resident_fraction, "Resident fraction in [0, 1] or auto");
-  app.add_option("--lookahead", o.lookahead, "Prefetch lookahead L in blocks (≥ 1)");
-  if (with_steps) app.add_option("--steps", o.steps, "Denoising steps to plan (≥ 1)");
+  app.add_option("--lookahead", o.lookahead,
+                 "Prefetch lookahead L, " + range_text("--lookahead") + " and at most the model's block count");
+  if (with_steps)
+    app.add_option("--steps", o.steps, "Steps to simulate, " + range_text("--steps") + ", at most 2·10^6 ops in all");
 }
 
 Scenario resolve_scenario(const ScenarioOptions& o) {
@@ -276,6 +286,10 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   try {
     validate(s.workload, s.file, "/workload");
     validate(s.policy, s.file, "/policy");
+    // Plan size and policy ranges, named as the user wrote them (runtime/plan_limits.hpp).
+    PlanLimitFields fields;
+    fields.file = s.file;
+    check_plan_limits(s.workload, forward_cost(s.workload), s.node, s.policy, fields);
   } catch (const InputError& e) {
     const auto it = option_of.find(e.field());
     if (it == option_of.end() || !it->second.second) throw;
@@ -295,6 +309,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
                          "), got " + std::to_string(w.ulysses_degree));
   if (!o.calibration_file.empty()) {
     apply_calibration(load_calibration(o.calibration_file), s.node);
+    check_node_ranges(s.node, o.calibration_file, "/node (calibrated)");
     s.calibration_file = o.calibration_file;
   }
   return s;

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Plots `chunkflow tune` output: every simulated configuration's peak memory against step time,
-coloured by policy, the Pareto frontier as a line, the memory budget and the chosen configuration.
+coloured by policy (grey crosses: configurations whose peak memory does not fit the GPU, field
+`fits`), the Pareto frontier as a line, the memory budget and the chosen configuration.
 
 Usage: /usr/bin/python3 scripts/plot_pareto.py TUNE.json OUT.png [TITLE]
 
@@ -22,9 +23,13 @@ def main():
             fail(f"{sys.argv[1]}: /{key}: missing (chunkflow tune writes it)")
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for i, policy in enumerate(sorted({c["policy"] for c in t["candidates"]})):
-        sel = [c for c in t["candidates"] if c["policy"] == policy]
+        sel = [c for c in t["candidates"] if c["policy"] == policy and c.get("fits", True)]
         ax.scatter([c["peak_memory_bytes"] / GIB for c in sel], [c["step_time_s"] * 1e3 for c in sel], s=14,
                    color=f"C{i}", alpha=0.6, label=policy)
+    unfit = [c for c in t["candidates"] if not c.get("fits", True)]
+    if unfit:
+        ax.scatter([c["peak_memory_bytes"] / GIB for c in unfit], [c["step_time_s"] * 1e3 for c in unfit], s=24,
+                   marker="x", color="0.6", label="does not fit the GPU")
     f = t["frontier"]
     ax.step([c["peak_memory_bytes"] / GIB for c in f], [c["step_time_s"] * 1e3 for c in f], where="post", color="k",
             lw=1.2, label="Pareto frontier")

@@ -5,7 +5,8 @@ fraction, one series per policy (and per resident fraction for chunkflow).
 Usage: /usr/bin/python3 scripts/plot_sweep.py SWEEP.csv OUT.png
 
 Reads only the CSV that `chunkflow sweep` writes (columns policy, chunk_mib, resident_fraction,
-resident_fraction_auto, step_time_s, peak_memory_bytes). Writes OUT.png through a temporary file
+resident_fraction_auto, step_time_s, peak_memory_bytes, and fits when present: configurations
+whose peak memory does not fit the GPU are drawn over in grey crosses). Writes OUT.png through a temporary file
 so a failure leaves no partial image. Exit code 2 on bad input.
 """
 import csv
@@ -38,6 +39,7 @@ def read_rows(path):
                     "step_ms": float(r["step_time_s"]) * 1e3,
                     "peak_gib": float(r["peak_memory_bytes"]) / GIB,
                     "scenario": r.get("scenario", ""),
+                    "fits": r.get("fits", "1") != "0",
                 })
             except ValueError as e:
                 raise ValueError(f"{path}: line {i}: {e}") from None
@@ -115,6 +117,28 @@ def main(argv):
         ax.set_xlabel("resident fraction")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
+    # Configurations that do not fit the GPU: grey crosses over their points, and a grey
+    # no-offload line when no-offload itself does not fit.
+    unfit = [r for r in rows if not r["fits"]]
+    for ax, key in ((ax_t_c, "step_ms"), (ax_m_c, "peak_gib")):
+        pts = [r for r in unfit if r["policy"] == "chunkflow"]
+        if pts:
+            ax.scatter([p["chunk_mib"] for p in pts], [p[key] for p in pts], marker="x", s=60, color="0.55", zorder=4,
+                       label="does not fit the GPU")
+    for ax, key in ((ax_t_r, "step_ms"), (ax_m_r, "peak_gib")):
+        pts = [r for r in unfit if r["policy"] != "no-offload" and not r["auto"]]
+        if pts:
+            ax.scatter([p["resident"] for p in pts], [p[key] for p in pts], marker="x", s=60, color="0.55", zorder=4,
+                       label="does not fit the GPU")
+    if base and not base[0]["fits"]:
+        for ax in (ax_t_c, ax_m_c, ax_t_r, ax_m_r):
+            for line in ax.get_lines():
+                if line.get_label() == "no-offload":
+                    line.set_color("0.6")
+                    line.set_label("no-offload (does not fit the GPU)")
+    ax_t_r.legend(fontsize=8)
+    ax_m_r.legend(fontsize=8)
+    ax_t_c.legend(fontsize=7, ncol=2)
     ax_t_r.set_ylabel("step time (ms)")
     ax_m_r.set_ylabel("peak memory per GPU (GiB)")
     ax_t_r.set_title("step time against resident fraction")

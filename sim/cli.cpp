@@ -15,8 +15,11 @@
 
 #include "model/analytical.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
+#include "runtime/plan_limits.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
+#include "sim/fit.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
 #include "traces/chrome_trace.hpp"
@@ -52,6 +55,11 @@ namespace {
 std::string gib(double bytes) { return fixed(bytes / kGiB, 2); }
 std::string ms(double s) { return fixed(s * 1e3, 2); }
 
+/// "yes", or "NO (<term>)": the fits column of the tables (sim/fit.hpp).
+std::string fits_cell(const MemoryVerdict& v) {
+  return v.fits ? "yes" : "NO (" + v.does_not_fit_reason.substr(0, v.does_not_fit_reason.find(':')) + ")";
+}
+
 /// The sweep table with a units row, and the slowdown against no-offload when it is in the rows.
 std::string sweep_table(const std::vector<SweepRow>& rows) {
   double base = 0;
@@ -63,11 +71,12 @@ std::string sweep_table(const std::vector<SweepRow>& rows) {
     std::string resident = fixed(r.plan.resident_fraction, 2) + (r.plan.resident_fraction_auto ? " (auto)" : "");
     cells.push_back({r.plan.policy, r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 0) : "-",
                      resident, ms(m.step_time_s), base > 0 ? fixed(m.step_time_s / base, 3) : "-",
-                     ms(m.prefetch_stall_s), ms(m.collective_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes)});
+                     ms(m.prefetch_stall_s), ms(m.collective_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes),
+                     fits_cell(r.verdict)});
   }
   return format_table({"policy", "chunk", "resident", "step_time", "vs_no_offload", "prefetch_stall", "collective",
-                       "h2d", "peak_memory"},
-                      {"", "MiB", "fraction", "ms", "x", "ms", "ms", "GiB", "GiB"}, cells);
+                       "h2d", "peak_memory", "fits"},
+                      {"", "MiB", "fraction", "ms", "x", "ms", "ms", "GiB", "GiB", ""}, cells);
 }
 
 json sweep_json(const CliContext& context, const Scenario& scenario, const AnalyticalResult& a,
@@ -111,9 +120,10 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
   const Scenario scenario = resolve_scenario(o.scenario);
   const SweepGrid grid = grid_from(o);
   const auto [shard_index, shard_count] = parse_shard(o.shard);
-  if (o.threads < 0) throw InputError("", "--threads", "expected ≥ 0 (0 = every core)");
+  check_range(o.threads, "--threads", "", "--threads");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const auto configs = sweep_configs(grid);
+  check_grid_limits(scenario.workload, scenario.node, configs);  // plan sizes, before any is built
   const AnalyticalResult a = analyze(forward_cost(scenario.workload), scenario.node, scenario.workload.ulysses_degree);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -249,13 +259,17 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
         return;
       }
       const StepSummary& m = r.summary;
+      const MemoryVerdict verdict = memory_verdict(plan, s.node, m.peak_memory_bytes);
       std::cout << s.name << ": " << plan.info.policy << ", chunk " << fixed(plan.info.chunk_bytes / kMiB, 1)
                 << " MiB, resident fraction " << fixed(plan.info.resident_fraction, 3)
                 << (plan.info.resident_fraction_auto ? " (auto)" : "") << ", lookahead " << plan.info.lookahead << "\n\n"
-                << format_table({"step_time", "compute", "prefetch_stall", "collective", "h2d_busy", "h2d", "peak_memory"},
-                                {"ms", "ms", "ms", "ms", "ms", "GiB", "GiB"},
+                << format_table({"step_time", "compute", "prefetch_stall", "collective", "h2d_busy", "h2d", "peak_memory", "fits"},
+                                {"ms", "ms", "ms", "ms", "ms", "GiB", "GiB", ""},
                                 {{ms(m.step_time_s), ms(m.compute_time_s), ms(m.prefetch_stall_s), ms(m.collective_time_s),
-                                  ms(m.h2d_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes)}});
+                                  ms(m.h2d_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes), fits_cell(verdict)}});
+      std::cout << (verdict.fits ? "\nfits: peak memory " + gib(m.peak_memory_bytes) + " GiB <= usable " +
+                                       gib(verdict.usable_bytes) + " GiB per GPU\n"
+                                 : "\nDOES NOT FIT: " + verdict.does_not_fit_reason + "\n");
       if (!trace->empty()) std::cout << "\nwrote " << *trace << "\n";
     });
   }
@@ -268,11 +282,14 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
     cmd->add_option("--chunk-mib-list", o->chunk_mib, "Comma-separated chunk sizes in MiB (chunkflow)")->capture_default_str();
     cmd->add_option("--resident-fractions", o->resident_fractions, "Comma-separated fractions in [0, 1] or auto")
         ->capture_default_str();
-    cmd->add_option("--lookahead", o->lookahead, "Prefetch lookahead in blocks")->capture_default_str();
-    cmd->add_option("--steps", o->steps, "Steps planned per configuration (≥ 2)")->capture_default_str();
+    cmd->add_option("--lookahead", o->lookahead,
+                    "Prefetch lookahead, " + range_text("--lookahead") + " and at most the model's block count")
+        ->capture_default_str();
+    cmd->add_option("--steps", o->steps, "Steps planned per configuration, [2, 1000], at most 2·10^6 ops in all")
+        ->capture_default_str();
     cmd->add_option("--shard", o->shard, "I/N: run configurations k with k mod N == I (array jobs)")->capture_default_str();
     cmd->add_option("--out", o->out_dir, "Output folder (sweep.csv, sweep.json, sweep.png)")->capture_default_str();
-    cmd->add_option("--threads", o->threads, "OpenMP threads (0 = every core)");
+    cmd->add_option("--threads", o->threads, "OpenMP threads (0 = every core), " + range_text("--threads"));
     cmd->add_flag("--json", o->json_stdout, "Print the JSON on stdout instead of the table");
     cmd->add_flag("!--no-plot", o->plot, "Do not draw sweep.png");
     cmd->callback([o, context] { do_sweep(context, *o); });

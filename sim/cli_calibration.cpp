@@ -17,6 +17,8 @@
 #include "model/analytical.hpp"
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
+#include "runtime/plan_limits.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/cli.hpp"
 #include "sim/report.hpp"
@@ -273,8 +275,10 @@ SweepGrid tune_grid(const TuneOptions& o) {
 void do_tune(const CliContext& context, const TuneOptions& o) {
   if (!(o.budget_gib > 0) || !std::isfinite(o.budget_gib))
     throw InputError("", "--memory-budget-gib", "expected a positive number of GiB, got " + fixed(o.budget_gib, 3));
+  check_range(o.budget_gib, "--memory-budget-gib", "", "--memory-budget-gib");
   const Scenario s = resolve_scenario(o.scenario);
   const SweepGrid grid = tune_grid(o);
+  check_grid_limits(s.workload, s.node, sweep_configs(grid));  // plan sizes, before any is built
   const TuneResult t = tune(s, grid, o.budget_gib * kGiB);
   json j = json::object();
   j["context"] = context_block(context.command_line);
@@ -319,10 +323,10 @@ void do_tune(const CliContext& context, const TuneOptions& o) {
       rows.push_back({fixed(r.summary.peak_memory_bytes / kGiB, 2), ms(r.summary.step_time_s), r.plan.policy,
                       r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 0) : "-",
                       fixed(r.plan.resident_fraction, 3), r.summary.peak_memory_bytes <= t.budget_bytes ? "yes" : "no",
-                      i == t.best ? "<- best" : ""});
+                      r.verdict.fits ? "yes" : "NO", i == t.best ? "<- best" : ""});
     }
-    std::cout << format_table({"peak_memory", "step_time", "policy", "chunk", "resident", "fits", ""},
-                              {"GiB", "ms", "", "MiB", "fraction", "", ""}, rows);
+    std::cout << format_table({"peak_memory", "step_time", "policy", "chunk", "resident", "in_budget", "fits_gpu", ""},
+                              {"GiB", "ms", "", "MiB", "fraction", "", "", ""}, rows);
   }
   if (!js.empty() && o.plot) {
     png = (fs::path(o.out_dir) / "pareto.png").string();
@@ -369,7 +373,7 @@ void register_calibration_commands(CLI::App& app, const CliContext& context) {
     auto* cmd = app.add_subcommand("tune", "Choose policy, chunk size and resident fraction under a per-GPU memory budget");
     auto o = std::make_shared<TuneOptions>();
     add_scenario_options(*cmd, o->scenario, false, false);
-    cmd->add_option("--memory-budget-gib", o->budget_gib, "Per-GPU memory budget in GiB")->required();
+    cmd->add_option("--memory-budget-gib", o->budget_gib, "Per-GPU memory budget, " + range_text("--memory-budget-gib"))->required();
     cmd->add_option("--policies", o->policies, "Comma-separated policies")->capture_default_str();
     cmd->add_option("--chunk-mib-list", o->chunk_mib, "Comma-separated chunk sizes in MiB")->capture_default_str();
     cmd->add_option("--resident-fractions", o->resident_fractions, "Comma-separated fractions in [0, 1] or auto")

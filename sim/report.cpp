@@ -132,12 +132,16 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   j["collective_time_s"] = m.collective_time_s;
   j["ops"] = plan.ops.size();
   j["events"] = r.events;
+  const MemoryVerdict v = memory_verdict(plan, s.node, m.peak_memory_bytes);
+  j["usable_memory_bytes"] = v.usable_bytes;
+  j["fits"] = v.fits;
+  if (!v.fits) j["does_not_fit_reason"] = v.does_not_fit_reason;
   return j;
 }
 
 json sweep_row_json(const SweepRow& r) {
   const StepSummary& m = r.summary;
-  return {{"config_index", r.config_index},
+  json j = {{"config_index", r.config_index},
           {"policy", r.plan.policy},
           {"chunk_bytes", r.plan.chunk_bytes},
           {"resident_fraction", r.plan.resident_fraction},
@@ -151,7 +155,10 @@ json sweep_row_json(const SweepRow& r) {
           {"collective_time_s", m.collective_time_s},
           {"h2d_bytes", m.h2d_bytes},
           {"ops", r.ops},
-          {"events", r.events}};
+          {"events", r.events},
+          {"fits", r.verdict.fits}};
+  if (!r.verdict.fits) j["does_not_fit_reason"] = r.verdict.does_not_fit_reason;
+  return j;
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

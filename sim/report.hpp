@@ -26,12 +26,14 @@ nlohmann::json scenario_json(const Scenario& s);
 nlohmann::json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResult& a);
 
 /// `chunkflow simulate --json`: policy, step_time_s, peak_memory_bytes, compute_time_s, h2d_bytes,
-/// prefetch_stall_s, collective_time_s, plus the resolved policy parameters.
+/// prefetch_stall_s, collective_time_s, plus the resolved policy parameters, usable_memory_bytes,
+/// fits and, when false, does_not_fit_reason (sim/fit.hpp).
 nlohmann::json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r);
 
 /// One sweep row: config_index, the resolved policy (policy, chunk_bytes, resident_fraction,
 /// resident_fraction_auto, lookahead) and the step summary (step_time_s, peak_memory_bytes,
-/// compute_time_s, h2d_time_s, prefetch_stall_s, collective_time_s, h2d_bytes), ops, events.
+/// compute_time_s, h2d_time_s, prefetch_stall_s, collective_time_s, h2d_bytes), ops, events,
+/// fits and, when false, does_not_fit_reason (sim/fit.hpp).
 nlohmann::json sweep_row_json(const SweepRow& r);
 
 /// Writes `content` to `path` through a temporary file in the same folder and a rename, so a

@@ -135,7 +135,8 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
       const StepPlan plan = build_plan(scenario.workload, scenario.node, config);
       validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
       const SimResult r = simulate(plan, scenario.node, options);
-      rows[i] = {mine[i], config, plan.info, r.summary, r.events, plan.ops.size()};
+      rows[i] = {mine[i], config, plan.info, r.summary, memory_verdict(plan, scenario.node, r.summary.peak_memory_bytes),
+                 r.events, plan.ops.size()};
     } catch (...) {
       errors[i] = std::current_exception();
     }
@@ -150,7 +151,7 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
   out.precision(17);
   out << "config_index,scenario,model,node,height,width,frames,batch,ulysses_degree,policy,chunk_mib,"
          "resident_fraction,resident_fraction_auto,lookahead,step_time_s,peak_memory_bytes,compute_time_s,"
-         "h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events\n";
+         "h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events,fits,does_not_fit_reason\n";
   const Workload& w = scenario.workload;
   for (const auto& r : rows) {
     const StepSummary& m = r.summary;
@@ -160,7 +161,7 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
         << (r.plan.resident_fraction_auto ? 1 : 0) << ',' << r.plan.lookahead << ',' << m.step_time_s << ','
         << m.peak_memory_bytes << ',' << m.compute_time_s << ',' << m.h2d_time_s << ',' << m.prefetch_stall_s << ','
         << m.collective_time_s << ',' << m.h2d_bytes << ',' << r.plan.offloaded_bytes_per_step << ',' << r.ops << ','
-        << r.events << '\n';
+        << r.events << ',' << (r.verdict.fits ? 1 : 0) << ',' << r.verdict.does_not_fit_reason << '\n';
   }
   return out.str();
 }

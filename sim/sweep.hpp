@@ -10,6 +10,7 @@
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
+#include "sim/fit.hpp"
 
 namespace chunkflow {
 
@@ -31,6 +32,7 @@ struct SweepRow {
   PolicyConfig config;
   PlanInfo plan;            ///< resolved parameters (auto residency → number)
   StepSummary summary;
+  MemoryVerdict verdict;    ///< fits (peak ≤ usable GPU memory) and, if not, why (sim/fit.hpp)
   uint64_t events = 0;
   std::size_t ops = 0;
 };

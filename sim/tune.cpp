@@ -45,12 +45,13 @@ TuneResult tune(const Scenario& scenario, const SweepGrid& grid, double budget_b
   double smallest = 0;
   for (int i = 0; i < int(r.candidates.size()); ++i) {
     if (i == 0 || peak[i] < smallest) smallest = peak[i];
-    if (peak[i] > budget_bytes) continue;
+    if (peak[i] > budget_bytes || !r.candidates[i].verdict.fits) continue;  // never a row that does not fit the GPU
     if (r.best < 0 || time[i] < time[r.best] || (time[i] == time[r.best] && peak[i] < peak[r.best])) r.best = i;
   }
   if (r.best < 0) {
-    char msg[200];
-    std::snprintf(msg, sizeof msg, "no configuration fits in %.2f GiB per GPU; the smallest peak memory found is %.2f GiB",
+    char msg[320];
+    std::snprintf(msg, sizeof msg, "no configuration fits in %.2f GiB per GPU (nor, whatever the budget, beyond the GPU's usable memory); "
+                  "the smallest peak memory found is %.2f GiB",
                   budget_bytes / (1024.0 * 1024.0 * 1024.0), smallest / (1024.0 * 1024.0 * 1024.0));
     throw InputError("", "--memory-budget-gib", msg);
   }

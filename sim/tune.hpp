@@ -17,7 +17,8 @@ struct TuneResult {
   double budget_bytes = 0;                  ///< per-GPU memory budget
   std::vector<SweepRow> candidates;         ///< every simulated configuration (config order)
   int best = -1;                            ///< index into candidates: min step time with peak ≤
-                                            ///< budget (ties: lower peak, then lower index)
+                                            ///< budget and fits the GPU (SweepRow::verdict)
+                                            ///< (ties: lower peak, then lower index)
   /// Indices of the Pareto frontier over all candidates, by peak memory ascending: a candidate is
   /// on it when no other has peak ≤ its peak and step time < its step time (or equal step time
   /// and lower peak). Along it, peak strictly increases and step time strictly decreases.

@@ -1,0 +1,42 @@
+#pragma once
+// Limits on a plan, checked from its inputs before anything is built (issue 11 §1): the policy's
+// documented ranges (model/limits.hpp), a lookahead within the model's block count, and the plan's
+// op count (ops per step and per plan) derived from the chunk size, the resident fraction, the
+// steps and the ranks, so that no input makes build_plan or the simulator allocate more than
+// kMaxPlanOps · kPlanOpBytes.
+#include <string>
+#include <vector>
+
+#include "model/node.hpp"
+#include "model/workload.hpp"
+#include "runtime/policy.hpp"
+
+namespace chunkflow {
+
+/// What an error names: the file and the field (a JSON pointer or an option) of each input.
+struct PlanLimitFields {
+  std::string file;
+  std::string chunk = "/policy/chunk_mib";
+  std::string resident_fraction = "/policy/resident_fraction";
+  std::string lookahead = "/policy/lookahead";
+  std::string steps = "/policy/steps";
+};
+
+/// The ops a plan of `config` for workload `w` (whose forward_cost is `cost`) would have per step,
+/// all executed ranks together: ranks × (stages of one forward + H2D chunks of one step), the
+/// chunks counted as build_plan cuts them (chunkflow: Σ_blocks ⌈offloaded bytes / C⌉, the resident
+/// prefix ⌊R·bytes/dtype⌋·dtype with R resolved, auto from the analytical model; layerwise: one per
+/// block not kept resident, n − round(R·n)). Computed in double, so any chunk size > 0 is safe.
+double plan_ops_per_step(const Workload& w, const ForwardCost& cost, const NodeSpec& node, const PolicyConfig& config);
+
+/// Throws InputError naming fields.file and the field for: chunk size, resident fraction,
+/// lookahead or steps outside their ranges; lookahead > the model's block count; more than
+/// kMaxOpsPerStep ops per step (field: the chunk size) or kMaxPlanOps per plan (field: the steps).
+void check_plan_limits(const Workload& w, const ForwardCost& cost, const NodeSpec& node, const PolicyConfig& config,
+                       const PlanLimitFields& fields = {});
+
+/// check_plan_limits for every configuration of a sweep or tuning grid, errors named by the grid's
+/// options (--chunk-mib-list, --resident-fractions, --lookahead, --steps).
+void check_grid_limits(const Workload& w, const NodeSpec& node, const std::vector<PolicyConfig>& configs);
+
+}  // namespace chunkflow
