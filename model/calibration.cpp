@@ -2,6 +2,7 @@
 // mapping of each fit onto NodeSpec fields: model/calibration.hpp. Eigen appears only here
 // (shared/DESIGN.md "Rooms").
 #include "model/calibration.hpp"
+#include "model/json_file.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -156,7 +157,8 @@ CalibrationFit transfer_fit(const std::string& name, const Found& f) {
   fit.measurement_key = f.m->key;
   fit.x_name = "bytes";
   fit.y_name = "time_s";
-  if (x.size() < 2) throw InputError(f.file->path, "/measurements", "\"" + f.m->key + "\": expected ≥ 2 points to fit α and β");
+  if (x.size() < 2 || x.front() == x.back())  // sorted: the same size everywhere leaves β undetermined
+    throw InputError(f.file->path, "/measurements", "\"" + f.m->key + "\": expected ≥ 2 points of distinct sizes to fit α and β");
   const AlphaBeta one = fit_alpha_beta(x, t, 0, x.size());
   auto predict = [](const AlphaBeta& ab, double bytes) { return ab.alpha_s + bytes / ab.beta; };
   double max_rel = 0;
@@ -250,15 +252,7 @@ std::string file_fnv1a64(const std::string& path) {
 
 namespace {
 
-json parse_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
-  }
-}
+json parse_file(const std::string& path) { return read_json_file(path); }
 
 std::map<std::string, std::string> context_map(const json& j, const std::string& path, const std::string& pointer) {
   std::map<std::string, std::string> c;

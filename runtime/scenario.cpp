@@ -11,6 +11,7 @@
 
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/json_file.hpp"
 #include "model/limits.hpp"
 #include "runtime/plan_limits.hpp"
 
@@ -188,14 +189,7 @@ PolicyConfig read_policy(const json& j, const std::string& file) {
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the scenario file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
-  }
+  const json j = read_json_file(path, "the scenario file");
   ObjectReader r(j, path, "");
   Scenario s;
   s.file = path;

@@ -3,7 +3,8 @@
 # Idempotent; needs root (apt-get). The CUDA toolkit is optional and never installed here.
 set -euo pipefail
 packages=(build-essential cmake libeigen3-dev libboost-graph-dev libcli11-dev nlohmann-json3-dev
-          catch2 libbenchmark-dev python3-matplotlib)
+          catch2 libbenchmark-dev python3-matplotlib
+          clang libclang-rt-14-dev libomp-dev)  # clang: libFuzzer harnesses (scripts/fuzz.sh, CI)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

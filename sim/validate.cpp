@@ -1,6 +1,8 @@
 // Validation of the simulator against measured runs; definitions in sim/validate.hpp.
 #include "sim/validate.hpp"
 
+#include "model/json_file.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -165,17 +167,11 @@ std::vector<MeasuredRun> find_measured_runs(const std::string& dir, bool missing
 }
 
 std::optional<MeasuredRun> read_measured_run(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
-  }
-  if (!j.is_object() || !j.contains("scenario") || !j["scenario"].is_object() || !j.contains("step_time_s") ||
-      !j["step_time_s"].is_number())
+  const json j = read_json_file(path);
+  if (!j.is_object() || !j.contains("scenario") || !j["scenario"].is_object() || !j.contains("step_time_s"))
     return std::nullopt;  // not a run summary (a microbenchmark file, a calibration, a trace)
+  if (!j["step_time_s"].is_number())  // a run summary with a malformed time is an error, not "no run"
+    throw InputError(path, "/step_time_s", "expected a positive number of seconds, got " + j["step_time_s"].dump());
   return read_run(j, path);
 }
 

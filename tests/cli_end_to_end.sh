@@ -45,8 +45,10 @@ parts = sorted(tuple(r.values()) for i in (0, 1) for r in csv.DictReader(open(f'
 assert whole == parts, (len(whole), len(parts))"
 
 # ---- bad input: exit 2, a message naming file/option and field, no output left behind ------------
-expect_error() {  # expect_error NAME PATTERN ARGS...
+expect_error() {  # expect_error NAME PATTERN ARGS...  (ARGS must write an output under $work/bad)
   local name="$1" pattern="$2"; shift 2
+  # "No output file left" means something only if the command was asked to write one there.
+  case " $* " in *" $work/bad/"*) ;; *) check "$name: the case names an output path under \$work/bad" false ;; esac
   rm -rf "$work/bad" && mkdir -p "$work/bad"
   "$bin" "$@" > "$work/bad/stdout" 2> "$work/err"
   local rc=$?
@@ -62,10 +64,10 @@ expect_error "frames not 4k+1 in a file" "frames.json: /workload/frames: expecte
 sed 's/"wan2.1-t2v-14b"/"wan3"/' scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/model.json"
 expect_error "unknown model in a file" "model.json: /workload/model" sweep --scenario "$work/model.json" --out "$work/bad/out"
 sed 's/"lookahead": 1/"lookahead": 1, "speed": 9/' scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/unknown.json"
-expect_error "unknown field" "/policy/speed: unknown field" simulate --scenario "$work/unknown.json"
+expect_error "unknown field" "/policy/speed: unknown field" simulate --scenario "$work/unknown.json" --trace "$work/bad/t.json"
 expect_error "unknown node" "--node.*2xh100-pcie" simulate --node dgx-z --trace "$work/bad/t.json"
 expect_error "unknown policy" "--policy" simulate --policy fastest --trace "$work/bad/t.json"
-expect_error "heads not divisible" "--ulysses" model --ulysses 3
+expect_error "heads not divisible" "--ulysses" sweep --ulysses 3 --out "$work/bad/out"
 expect_error "frames option" "--frames.*4k+1" simulate --frames 10 --trace "$work/bad/t.json"
 expect_error "chunk size <= 0" "--chunk-mib" simulate --chunk-mib 0 --trace "$work/bad/t.json"
 expect_error "resident fraction > 1" "--resident-fraction" simulate --resident-fraction 1.5 --trace "$work/bad/t.json"
@@ -74,8 +76,8 @@ expect_error "bad shard" "--shard" sweep --shard 3/2 --out "$work/bad/out"
 sed 's/"node": "2xh100-pcie"/"node": {"id": "2xh100-pcie", "copy_engine_bytes_per_s": -5}/' \
   scenarios/wan14b-480p-81f-u2-2xh100-pcie.json > "$work/bw.json"
 expect_error "non-positive bandwidth" "bw.json: /node/copy_engine_bytes_per_s" simulate --scenario "$work/bw.json" --trace "$work/bad/t.json"
-expect_error "missing scenario file" "nothere.json" simulate --scenario "$work/nothere.json"
-expect_error "unknown option" "--colour" simulate --colour red
+expect_error "missing scenario file" "nothere.json" simulate --scenario "$work/nothere.json" --trace "$work/bad/t.json"
+expect_error "unknown option" "--colour" simulate --colour red --trace "$work/bad/t.json"
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
