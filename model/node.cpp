@@ -1,6 +1,5 @@
-// Built-in nodes and their validation. Every default names its source: shared/reference/
-// systems-and-hardware.md §3 (measured PCIe, copy-engine and GEMM figures), NVIDIA datasheets, or
-// "assumed" where no measurement exists yet (those are the first calibration targets).
+// NodeSpec queries and validation. The built-in nodes are data files (model/nodes/*.json, read by
+// model/node_file.cpp), each figure with its source.
 #include "model/node.hpp"
 
 #include <sstream>
@@ -11,85 +10,6 @@
 namespace chunkflow {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// --- Defaults shared by the built-in nodes ------------------------------------------------------
-// PCIe Gen5 x16 raw, per direction: "about 63–64 GB/s" (systems-and-hardware.md §3).
-constexpr double kPcieGen5X16BytesPerS = 63e9;
-// H2D and D2H together: 52.8 + 34.4 GB/s measured with nvbandwidth on H800 (§3).
-constexpr double kPcieGen5DuplexBytesPerS = 87.2e9;
-// Pinned H2D through one copy engine: 55.3 GB/s (low end of 55.3–57.1, nvbandwidth
-// host_to_device_memcpy_ce, §3).
-constexpr double kCopyEngineBytesPerS = 55.3e9;
-// Fixed cost per H2D transfer: assumed (cudaMemcpyAsync submit + DMA setup, order 10 µs).
-constexpr double kH2dLatencyS = 10e-6;
-// SM-driven host reads reach 35–38 GB/s (§3): the per-flow cap of collective traffic that goes
-// through host memory (NCCL SHM / proxy kernels). Midpoint 36.5 GB/s.
-constexpr double kCollectiveFlowBytesPerS = 36.5e9;
-// α of one all-to-all: assumed (NCCL launch + SHM handshake, order 30 µs) until fitted (§4).
-constexpr double kCollectiveLatencyS = 30e-6;
-// GEMM efficiency: bf16 8192³ GEMM 798 TFLOP/s of 989.4 peak on H100 SXM (§3) ≈ 0.81 → 0.80.
-constexpr double kGemmEfficiency = 0.80;
-// Attention efficiency: assumed (FlashAttention-class kernels on Hopper run at roughly 50–70 % of
-// dense peak); a lead to be replaced by calibration.
-constexpr double kAttentionEfficiency = 0.60;
-// Fixed cost per compute op (kernel launch + tail): assumed.
-constexpr double kComputeLaunchS = 5e-6;
-// Memory per GPU: 80 GB products, 80 GiB addressable (cudaMemGetInfo total ≈ 79.1 GiB usable; the
-// planner's headroom is the runtime's business).
-constexpr double kH100MemoryBytes = 80.0 * kGiB;
-
-LinkSpec pcie_host_link(int gpu) {
-  LinkSpec l;
-  l.name = "pcie.gpu" + std::to_string(gpu);
-  l.a = "host";
-  l.b = "gpu" + std::to_string(gpu);
-  l.a_to_b_bytes_per_s = kPcieGen5X16BytesPerS;
-  l.b_to_a_bytes_per_s = kPcieGen5X16BytesPerS;
-  l.duplex_bytes_per_s = kPcieGen5DuplexBytesPerS;
-  return l;
-}
-
-void set_common_defaults(NodeSpec& n) {
-  n.gpu_memory_bytes = kH100MemoryBytes;
-  n.gemm_efficiency = kGemmEfficiency;
-  n.attention_efficiency = kAttentionEfficiency;
-  n.compute_launch_s = kComputeLaunchS;
-  n.copy_engine_bytes_per_s = kCopyEngineBytesPerS;
-  n.h2d_latency_s = kH2dLatencyS;
-  n.collective_flow_bytes_per_s = kCollectiveFlowBytesPerS;
-  n.collective_latency_s = kCollectiveLatencyS;
-  for (int g = 0; g < n.gpu_count; ++g) n.links.push_back(pcie_host_link(g));
-}
-
-NodeSpec two_h100_pcie() {
-  NodeSpec n;
-  n.id = "2xh100-pcie";
-  n.description = "two H100 PCIe 80 GB, each on its own PCIe Gen5 x16 link to the host; no NVLink, no P2P: "
-                  "collectives are staged through host memory";
-  n.gpu_count = 2;
-  n.gpu_name = "NVIDIA H100 PCIe";
-  n.peak_flop_per_s = 756e12;  // H100 PCIe datasheet: 756 TFLOPS dense BF16 tensor core
-  n.hbm_bytes_per_s = 2.0e12;  // H100 PCIe datasheet: HBM2e 2.0 TB/s
-  n.collective = CollectiveBackend::host_staged;
-  set_common_defaults(n);
-  return n;
-}
-
-NodeSpec one_h100_sxm() {
-  NodeSpec n;
-  n.id = "1xh100-sxm";
-  n.description = "one H100 SXM 80 GB with a PCIe Gen5 x16 host link; Ulysses peers are emulated by a "
-                  "PCIe proxy (the all-to-all's outgoing share goes to host memory and comes back)";
-  n.gpu_count = 1;
-  n.gpu_name = "NVIDIA H100 80GB HBM3";
-  n.peak_flop_per_s = 989.4e12;  // H100 SXM datasheet: 989.4 TFLOPS dense BF16 tensor core
-  n.hbm_bytes_per_s = 3.35e12;   // H100 SXM datasheet: HBM3 3.35 TB/s
-  n.collective = CollectiveBackend::pcie_proxy;
-  set_common_defaults(n);
-  return n;
-}
 
 std::string format_number(double v) {
   std::ostringstream os;
@@ -113,8 +33,15 @@ void require_positive(double value, bool allow_zero, const std::string& file, co
 const LinkSpec& NodeSpec::host_link(int gpu) const {
   const std::string vertex = "gpu" + std::to_string(gpu);
   for (const LinkSpec& l : links)
-    if (l.b == vertex && l.a == "host") return l;
-  throw std::out_of_range("node " + id + " has no host link for " + vertex);
+    if (l.kind == LinkKind::pcie && (l.b == vertex || l.a == vertex)) return l;
+  throw std::out_of_range("node " + id + " has no PCIe link for " + vertex);
+}
+
+bool NodeSpec::p2p_allowed(int a, int b) const {
+  if (!p2p_enabled) return false;
+  for (const auto& [x, y] : p2p_disabled_pairs)
+    if ((x == a && y == b) || (x == b && y == a)) return false;
+  return true;
 }
 
 double NodeSpec::h2d_bytes_per_s(int gpu) const {
@@ -133,18 +60,6 @@ int NodeSpec::executed_ranks(int ulysses_degree) const {
                          std::to_string(ulysses_degree));
   return ulysses_degree;
 }
-
-NodeSpec node(std::string_view id, const std::string& field) {
-  for (NodeSpec (*make)() : {two_h100_pcie, one_h100_sxm}) {
-    NodeSpec n = make();
-    if (n.id == id) return n;
-  }
-  std::string known;
-  for (const std::string& k : node_ids()) known += (known.empty() ? "" : ", ") + k;
-  throw InputError("", field, "expected one of " + known + ", got \"" + std::string(id) + "\"");
-}
-
-std::vector<std::string> node_ids() { return {"2xh100-pcie", "1xh100-sxm"}; }
 
 void validate(const NodeSpec& n, const std::string& file, const std::string& prefix) {
   if (n.gpu_count < 1)
@@ -173,13 +88,17 @@ void validate(const NodeSpec& n, const std::string& file, const std::string& pre
     require_positive(l.a_to_b_bytes_per_s, false, file, at + "/a_to_b_bytes_per_s", "number of bytes/s");
     require_positive(l.b_to_a_bytes_per_s, false, file, at + "/b_to_a_bytes_per_s", "number of bytes/s");
     require_positive(l.duplex_bytes_per_s, true, file, at + "/duplex_bytes_per_s", "number of bytes/s (0: none)");
+    require_positive(l.a_to_b_under_duplex_bytes_per_s, true, file, at + "/a_to_b_under_duplex_bytes_per_s",
+                     "number of bytes/s (0: none)");
+    require_positive(l.b_to_a_under_duplex_bytes_per_s, true, file, at + "/b_to_a_under_duplex_bytes_per_s",
+                     "number of bytes/s (0: none)");
   }
   for (int g = 0; g < n.gpu_count; ++g) {
     try {
       (void)n.host_link(g);
     } catch (const std::out_of_range&) {
       throw InputError(file, prefix + "/links",
-                       "expected a link from \"host\" to \"gpu" + std::to_string(g) + "\", found none");
+                       "expected a PCIe link to \"gpu" + std::to_string(g) + "\", found none");
     }
   }
 }

@@ -3,16 +3,44 @@
 // and collective limits, latencies and efficiencies. Every default names its source in node.cpp
 // (shared/reference/systems-and-hardware.md §3 unless stated).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace chunkflow {
+
+/// What a topology vertex is. "host" (pinned host memory of socket 0, where the offloaded weights
+/// live) and "gpu0".."gpu<n-1>" always exist; node files add the others.
+enum class VertexKind {
+  host_memory,  ///< DRAM of one socket ("host", "host1", ...)
+  cpu,          ///< a CPU socket's root complex / fabric ("cpu0", ...): crossing it is NODE in nvidia-smi terms
+  host_bridge,  ///< one PCIe host bridge (root port) of a socket: crossing it is PHB
+  pcie_switch,  ///< a PCIe switch: GPUs under one are PIX, under several PXB
+  nvswitch,     ///< an NVSwitch (or its fabric)
+  gpu,
+  nic,
+};
+
+/// What a link is: routes for host traffic and for PCIe P2P never use NVLink; NVLink routes use
+/// nothing else (shared/reference/topologies/README.md legend).
+enum class LinkKind { pcie, nvlink, memory, inter_socket };
+
+/// NCCL's path levels, in its order (src/graph/topo.h PATH_*): a pair's level is the worst hop
+/// of its PCIe path. P2P is used over NVLink, or over PCIe when level ≤ NodeSpec::p2p_level.
+enum class PathLevel { nvl, pix, pxb, phb, node, sys };
+
+struct VertexSpec {
+  std::string name;
+  VertexKind kind = VertexKind::cpu;
+};
 
 /// One physical link between two topology vertices ("host", "gpu0", "gpu1", ...), with a capacity
 /// per direction and an optional coupling constraint on both directions together.
 struct LinkSpec {
   std::string name;                 ///< e.g. "pcie.gpu0"
+  LinkKind kind = LinkKind::pcie;
   std::string a;                    ///< e.g. "host"
   std::string b;                    ///< e.g. "gpu0"
   double a_to_b_bytes_per_s = 0;    ///< host→GPU direction (H2D) for a host link
@@ -20,11 +48,21 @@ struct LinkSpec {
   /// Both directions together (0: no coupling). Models the measured slowdown of concurrent
   /// H2D + D2H (systems-and-hardware.md §3: 52.8 + 34.4 GB/s together).
   double duplex_bytes_per_s = 0;
+  /// Per-direction capacity while the other direction also carries a flow (0: the plain
+  /// capacity). Models the asymmetric concurrent H2D + D2H that no symmetric coupling can give:
+  /// 52.8 GB/s H2D while D2H runs at 34.4 on Gen5 (gpu-catalogue.md §2.2 [SIM]). Applied by the
+  /// simulator whenever both directions of the link carry flows (sim/topology.hpp).
+  double a_to_b_under_duplex_bytes_per_s = 0;
+  double b_to_a_under_duplex_bytes_per_s = 0;
 };
 
 /// How Ulysses all-to-alls move on this node.
 enum class CollectiveBackend {
-  host_staged,  ///< no P2P: each peer flow goes src→host→dst over both GPUs' PCIe links (NCCL SHM)
+  /// Ranks are GPUs 0..P−1; each peer flow takes the transport NCCL's ncclTopoCheckP2p would pick
+  /// for its pair (sim/topology.hpp Topology::peer_path): P2P over NVLink, P2P over PCIe when the
+  /// pair's level ≤ p2p_level and P2P is on for it, else staged through host memory (SHM).
+  routed,
+  host_staged = routed,  ///< former name: on a node without P2P every pair is staged through the host
   pcie_proxy,   ///< one GPU stands for rank 0 of a P-way group: (P−1)/P of each buffer goes out
                 ///< to host memory and the same comes back over its own link
 };
@@ -47,7 +85,9 @@ struct GemmEfficiencyTable {
 struct NodeSpec {
   std::string id;                     ///< "2xh100-pcie", "1xh100-sxm"
   std::string description;
+  std::string file;                   ///< node file it was read from; "" for a built-in
   int gpu_count = 1;
+  std::string gpu_id;                 ///< GPU catalogue id (model/catalogue/gpus.json)
   std::string gpu_name;
   double peak_flop_per_s = 0;         ///< dense bf16 tensor-core peak per GPU
   double hbm_bytes_per_s = 0;         ///< device memory bandwidth (memory-bound small GEMMs)
@@ -55,11 +95,22 @@ struct NodeSpec {
   double gemm_efficiency = 0;         ///< η_comp for linears (achieved / peak)
   double attention_efficiency = 0;    ///< η for attention
   double compute_launch_s = 0;        ///< fixed cost per compute op (kernel launch + tail)
+  std::vector<VertexSpec> vertices;   ///< vertices besides "host" and the GPUs (sockets, switches, ...)
   std::vector<LinkSpec> links;        ///< topology; GPU i is vertex "gpu<i>", the host "host"
   double copy_engine_bytes_per_s = 0; ///< per-flow cap of a copy-engine H2D/D2H transfer
   double h2d_latency_s = 0;           ///< fixed cost per H2D transfer (chunk), paid up front
-  CollectiveBackend collective = CollectiveBackend::host_staged;
-  double collective_flow_bytes_per_s = 0; ///< per-flow cap of SM-driven collective traffic
+  CollectiveBackend collective = CollectiveBackend::routed;
+  /// Per-flow cap of collective traffic staged through host memory (NCCL SHM, SM-driven copies),
+  /// and of the pcie_proxy flows.
+  double collective_flow_bytes_per_s = 0;
+  /// Per-flow cap of P2P collective traffic (PCIe or NVLink); 0 = only the links bound it.
+  double p2p_flow_bytes_per_s = 0;
+  bool p2p_enabled = true;            ///< false: no GPU pair uses P2P (e.g. stock RTX 4090 driver)
+  PathLevel p2p_level = PathLevel::pxb;  ///< NCCL's default p2pLevel (paths.cc ncclTopoCheckP2p)
+  std::vector<std::pair<int, int>> p2p_disabled_pairs;  ///< GPU pairs without P2P (either order)
+  /// Source of each figure, by field name ("peak_flop_per_s", "links/pcie.gpu0/a_to_b_bytes_per_s",
+  /// ...): a citation or "assumed: ...".
+  std::map<std::string, std::string> sources;
   double collective_latency_s = 0;    ///< α of one all-to-all, paid up front
 
   // --- Calibrated refinements (model/calibration.hpp); absent/0 = the first-order defaults ---
@@ -74,8 +125,11 @@ struct NodeSpec {
   /// The table of shape (k, n), or nullptr.
   const GemmEfficiencyTable* gemm_table(int64_t k, int64_t n) const;
 
-  /// The host link of GPU `gpu` (the link whose b is "gpu<gpu>"). Throws std::out_of_range.
+  /// The host link of GPU `gpu`: the PCIe link whose b is "gpu<gpu>" (its first hop towards the
+  /// host). Throws std::out_of_range.
   const LinkSpec& host_link(int gpu) const;
+  /// Whether P2P is on for the pair (a, b) (p2p_enabled and not in p2p_disabled_pairs).
+  bool p2p_allowed(int a, int b) const;
   /// η_pref · BW_h2d: the H2D rate one copy-engine transfer gets alone on GPU `gpu`'s host link,
   /// min(link H2D capacity, copy-engine cap), in bytes/s.
   double h2d_bytes_per_s(int gpu = 0) const;
@@ -85,9 +139,35 @@ struct NodeSpec {
   int executed_ranks(int ulysses_degree) const;
 };
 
-/// Built-in nodes. Throws InputError(file="", field, ...) for an unknown id, listing known ids.
-NodeSpec node(std::string_view id, const std::string& field = "node");
+/// A built-in node by id (a file model/nodes/<id>.json embedded at build time), or a node file by
+/// path when `id_or_path` is no built-in id and names a readable file. Throws InputError(file="",
+/// field, ...) for an unknown id that is no file (listing known ids), and InputError(path, JSON
+/// pointer, ...) for a bad node file (model/node_file.cpp).
+NodeSpec node(std::string_view id_or_path, const std::string& field = "node");
+/// Built-in node ids, in the order of model/nodes/ file names.
 std::vector<std::string> node_ids();
+
+/// One GPU of the catalogue (model/catalogue/gpus.json). Rates in FLOP/s and bytes/s; 0 = none
+/// (no FP8, no NVLink). Every figure's source is in `sources` by field name.
+struct GpuSpec {
+  std::string id, name;
+  double memory_bytes = 0, hbm_bytes_per_s = 0, bf16_dense_flop_per_s = 0, fp8_dense_flop_per_s = 0;
+  int sm_count = 0, pcie_gen = 0, pcie_width = 0, nvlink_gen = 0, nvlink_links = 0;
+  double nvlink_bytes_per_s = 0;  ///< per GPU, both directions added
+  bool p2p_over_pcie = true;
+  std::map<std::string, std::string> sources;
+};
+/// The catalogue entry `id`; throws InputError("", field, ...) listing the ids for an unknown one.
+const GpuSpec& gpu_spec(std::string_view id, const std::string& field = "gpu");
+std::vector<std::string> gpu_ids();
+
+/// Parses the text of a node file (format: model/nodes/README.md). Errors name `file` and the
+/// JSON pointer. Source of the defaults: the GPU catalogue for GPU figures.
+NodeSpec parse_node_file(const std::string& text, const std::string& file);
+
+std::string to_string(PathLevel level);  ///< "NV", "PIX", "PXB", "PHB", "NODE", "SYS"
+std::string to_string(VertexKind kind);
+std::string to_string(LinkKind kind);
 
 /// Checks every rate, capacity, efficiency and latency is positive (latencies ≥ 0, efficiencies
 /// in (0, 1]) and that each GPU has a host link. Throws InputError naming `file` and the field

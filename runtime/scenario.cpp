@@ -215,7 +215,7 @@ Scenario load_scenario(const std::string& path) {
 
 void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, bool with_steps) {
   app.add_option("--scenario", o.scenario_file, "Scenario JSON file (default: the embedded Wan-14B default)");
-  app.add_option("--node", o.node, "Node id: " + [] {
+  app.add_option("--node", o.node, "Node file, or a built-in node id: " + [] {
     std::string s;
     for (const auto& id : node_ids()) s += (s.empty() ? "" : ", ") + id;
     return s;

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   try {
     chunkflow::register_simulator_commands(app, context);
     chunkflow::register_calibration_commands(app, context);
+    chunkflow::register_node_commands(app, context);
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) return chunkflow::run_main_job(context, out_dir);
     return 0;

@@ -22,6 +22,9 @@ void register_simulator_commands(CLI::App& app, const CliContext& context);
 /// `calibrate`, `compare`, `validate` and `tune` (sim/cli_calibration.cpp).
 void register_calibration_commands(CLI::App& app, const CliContext& context);
 
+/// `node list`, `node show` and `node import` (sim/cli_node.cpp).
+void register_node_commands(CLI::App& app, const CliContext& context);
+
 /// The main job: the default sweep of the embedded default scenario, table on stdout, CSV, JSON
 /// and PNG under `out_dir`.
 int run_main_job(const CliContext& context, const std::string& out_dir);

@@ -35,6 +35,7 @@ struct ActiveFlow {
   double remaining_bytes;
   int owner;   ///< op id or group id
   bool group;  ///< owner is a collective group
+  const Topology::Route* route;  ///< the resources it uses (owned by the Topology)
 };
 
 class Simulation {
@@ -64,6 +65,7 @@ class Simulation {
     }
     link_rate_.assign(link_resources_.size(), 0.0);
     link_since_.assign(link_resources_.size(), 0.0);
+    flows_on_resource_.assign(solver_.resource_count(), 0);
   }
 
   SimResult run() {
@@ -154,34 +156,47 @@ class Simulation {
       if (--pending_deps_[s] == 0) make_ready(s);
   }
 
-  void add_flow(const std::string& src, const std::string& dst, double bytes, double bound, int owner, bool group) {
-    const int id = solver_.add_flow(topology_.route(src, dst), bound);
-    flows_.push_back({id, bytes, owner, group});
+  void add_flow(const Topology::Route& route, double bytes, double bound, int owner, bool group) {
+    const int id = solver_.add_flow(route, bound);
+    flows_.push_back({id, bytes, owner, group, &route});
+    count_route(route, +1);
   }
 
+  /// Flows per resource, kept only to switch under-duplex capacities (NodeSpec LinkSpec
+  /// *_under_duplex_bytes_per_s): a direction runs at its under-duplex capacity while its reverse
+  /// direction carries a flow (sim/topology.hpp).
+  void count_route(const Topology::Route& route, int delta) {
+    if (topology_.duplex_switched_directions().empty()) return;
+    for (const auto& [r, a] : route) flows_on_resource_[r] += delta;
+  }
+
+  // Owned by the nodes helper (issue 9): how each op becomes flows on the topology's routes.
   void start_flows(int target, bool group) {
     if (!group) {
       const PlanOp& op = plan_.ops[target];
       // The copy engine's own rate, or the plan's cap on this copy when it is lower.
       const double cap = op.rate_cap_bytes_per_s > 0 ? std::min(op.rate_cap_bytes_per_s, node_.copy_engine_bytes_per_s)
                                                      : node_.copy_engine_bytes_per_s;
-      add_flow(Topology::kHostVertex, Topology::gpu_vertex(op.rank), op.bytes, cap, target, false);
+      add_flow(topology_.route(Topology::kHostVertex, Topology::gpu_vertex(op.rank)), op.bytes, cap, target, false);
     } else {
       Group& g = groups_[target];
       const PlanOp& first = plan_.ops[g.members.front()];
       const double buffer = first.bytes;
       const int P = plan_.workload.ulysses_degree;
-      const double cap = node_.collective_flow_bytes_per_s;
       if (node_.collective == CollectiveBackend::pcie_proxy) {
         const double bytes = buffer * (P - 1) / P;
-        add_flow(Topology::gpu_vertex(0), Topology::kHostVertex, bytes, cap, target, true);
-        add_flow(Topology::kHostVertex, Topology::gpu_vertex(0), bytes, cap, target, true);
+        const double cap = node_.collective_flow_bytes_per_s;
+        add_flow(topology_.route(Topology::gpu_vertex(0), Topology::kHostVertex), bytes, cap, target, true);
+        add_flow(topology_.route(Topology::kHostVertex, Topology::gpu_vertex(0)), bytes, cap, target, true);
         g.open_flows = 2;
       } else {
+        // Direct all-to-all: every rank sends S/P to every other rank, each pair on the path and
+        // at the per-flow cap of the transport NCCL would pick for it (Topology::peer_path).
         for (int a = 0; a < P; ++a)
           for (int b = 0; b < P; ++b)
             if (a != b) {
-              add_flow(Topology::gpu_vertex(a), Topology::gpu_vertex(b), buffer / P, cap, target, true);
+              const Topology::PeerPath& peer = topology_.peer_path(a, b);
+              add_flow(peer.route, buffer / P, peer.flow_cap_bytes_per_s, target, true);
               ++g.open_flows;
             }
       }
@@ -212,6 +227,7 @@ class Simulation {
       if (flows_[i].remaining_bytes <= kFlowDoneBytes) {
         done.push_back(flows_[i]);
         solver_.remove_flow(flows_[i].solver_id);
+        count_route(*flows_[i].route, -1);
         flows_[i] = flows_.back();
         flows_.pop_back();
       } else {
@@ -230,6 +246,7 @@ class Simulation {
   }
 
   void resolve() {
+    topology_.apply_under_duplex(solver_, flows_on_resource_);
     solver_.solve();
     if (!options_.record_links) return;
     for (std::size_t i = 0; i < link_resources_.size(); ++i) {
@@ -297,6 +314,7 @@ class Simulation {
   std::vector<double> start_s_, end_s_;
   std::vector<Group> groups_;
   std::vector<ActiveFlow> flows_;
+  std::vector<int> flows_on_resource_;  ///< active flows per solver resource (under-duplex switching)
   std::vector<double> memory_;
   std::vector<int> in_flight_h2d_, in_flight_collective_;  ///< per rank, ops started and not ended
   double peak_ = 0;

@@ -12,9 +12,14 @@
 //    model/calibration.hpp; both 0 by default).
 //  - H2D op: h2d_latency_s, then one flow host→gpu<rank> capped at copy_engine_bytes_per_s, or at
 //    the op's rate_cap_bytes_per_s when the plan sets a lower one.
-//  - All-to-all (per-rank buffer S, degree P): collective_latency_s, then per-peer flows capped at
-//    collective_flow_bytes_per_s: host_staged: S/P bytes from every rank to every other rank, routed
-//    src→host→dst; pcie_proxy: (P−1)/P·S out to the host and (P−1)/P·S back. It ends with its last flow.
+//  - All-to-all (per-rank buffer S, degree P): collective_latency_s, then per-peer flows: routed:
+//    S/P bytes from every rank (GPU r) to every other rank, on the path and at the per-flow cap of
+//    the transport NCCL would pick for the pair (sim/topology.hpp Topology::peer_path: P2P over
+//    NVLink or a PCIe switch, else staged through host memory at collective_flow_bytes_per_s);
+//    pcie_proxy: (P−1)/P·S out to the host and (P−1)/P·S back at collective_flow_bytes_per_s.
+//    It ends with its last flow.
+//  - A link direction with an under-duplex capacity runs at it while its reverse direction
+//    carries a flow (asymmetric concurrent H2D + D2H, gpu-catalogue.md §2.2).
 //  - Flows share link directions (and duplex constraints) max-min fairly (sim/maxmin.hpp), with
 //    rates recomputed at every flow start and end.
 //  - Events are ordered by (time, sequence number): identical input gives identical output.

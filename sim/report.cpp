@@ -40,7 +40,7 @@ json scenario_json(const Scenario& s) {
   node["compute_launch_s"] = n.compute_launch_s;
   node["copy_engine_bytes_per_s"] = n.copy_engine_bytes_per_s;
   node["h2d_latency_s"] = n.h2d_latency_s;
-  node["collective"] = n.collective == CollectiveBackend::pcie_proxy ? "pcie-proxy" : "host-staged";
+  node["collective"] = n.collective == CollectiveBackend::pcie_proxy ? "pcie-proxy" : "routed";
   node["collective_flow_bytes_per_s"] = n.collective_flow_bytes_per_s;
   node["collective_latency_s"] = n.collective_latency_s;
   if (n.compute_slowdown_h2d > 0) node["compute_slowdown_h2d"] = n.compute_slowdown_h2d;

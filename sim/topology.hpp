@@ -1,18 +1,33 @@
 #pragma once
-// The node's link topology as a directed graph (Boost.Graph) and the routing of flows over it.
+// The node's topology as a directed graph (Boost.Graph) and the routing of flows over it.
 // Source: shared/reference/systems-and-hardware.md §3 (per-direction capacities and the coupling
-// of concurrent H2D + D2H) and §5 (each link direction is a capacity constraint of the max-min
-// model); DESIGN.md "The physics the simulator models".
+// of concurrent H2D + D2H), §5 (each link direction is a capacity constraint of the max-min
+// model); code-review-3fa5e28.md §1.2 (NCCL's transport choice); DESIGN.md "The physics the
+// simulator models".
 //
-// Vertices: "host", "gpu0", "gpu1", ... plus any other endpoint a LinkSpec names. Each LinkSpec
-// gives two directed edges, a→b and b→a, each registered as one MaxMinSolver resource:
+// Vertices: "host" (pinned host memory, socket 0), "gpu0".."gpu<n-1>", and the node's other
+// vertices (NodeSpec::vertices: sockets, host bridges, PCIe switches, NVSwitch, more host memory).
+// Each LinkSpec gives two directed edges, a→b and b→a, each one MaxMinSolver resource:
 //   host→gpuR  "pcie.gpuR.h2d"      gpuR→host  "pcie.gpuR.d2h"     (for a link named pcie.gpuR)
 //   otherwise  "<link>.<a>-><b>"    and        "<link>.<b>-><a>"
 // and, when duplex_bytes_per_s > 0, one more resource "<link>.duplex" that both directions use
 // with coefficient 1 (Σ rates over both directions ≤ duplex capacity).
-// A route is the fewest-hops path (breadth-first search); its resources are every traversed
-// direction plus the duplex resource of every traversed link. Without NVLink, gpu0→gpu1 goes
-// gpu0→host→gpu1: pcie.gpu0.d2h, pcie.gpu0.duplex, pcie.gpu1.h2d, pcie.gpu1.duplex.
+//
+// Routes are fewest-hops paths (breadth-first search) in a filtered graph:
+//  - host traffic (H2D, D2H, staging through host memory) never uses NVLink;
+//  - a GPU pair's collective traffic takes the transport NCCL's ncclTopoCheckP2p picks
+//    (NVIDIA/nccl src/graph/paths.cc; code-review-3fa5e28.md §1.2):
+//      1. NVLink (a path of NVLink edges only, direct or through an NVSwitch): P2P over it;
+//      2. else the pair's PCIe path (PCIe and inter-socket edges) has a level, the worst vertex it
+//         crosses: none but switches → PIX (one switch) or PXB (several); a host bridge or host
+//         memory vertex → PHB; a CPU socket vertex → NODE; an inter-socket link → SYS. P2P over
+//         that path when the level ≤ NodeSpec::p2p_level and P2P is allowed for the pair;
+//      3. else staged through host memory (NCCL SHM): src → nearest host memory → dst, at
+//         NodeSpec::collective_flow_bytes_per_s per flow.
+// A route's resources are every traversed direction plus the duplex resource of every traversed
+// link (coefficients summed when crossed twice). Without NVLink and P2P, gpu0→gpu1 on 2xh100-pcie
+// goes gpu0→host→gpu1: pcie.gpu0.d2h, pcie.gpu0.duplex, pcie.gpu1.h2d, pcie.gpu1.duplex.
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -31,11 +46,27 @@ struct LinkDirection {
   int resource = -1;              ///< MaxMinSolver resource id of this direction
   int duplex_resource = -1;       ///< resource id of the link's duplex coupling, -1 if none
   double capacity_bytes_per_s = 0;
+  LinkKind kind = LinkKind::pcie;
+  int reverse = -1;                          ///< index of the other direction of the same link
+  double under_duplex_bytes_per_s = 0;       ///< capacity while the reverse direction is busy; 0: none
 };
+
+/// How a GPU pair's collective bytes move (see the header comment).
+enum class Transport { nvlink_p2p, pcie_p2p, shm };
+std::string to_string(Transport t);  ///< "P2P/NVLink", "P2P/PCIe", "SHM"
 
 class Topology {
  public:
   using Route = std::vector<std::pair<int, double>>;  ///< (resource id, coefficient), as add_flow takes
+
+  /// A GPU pair's path for collective traffic.
+  struct PeerPath {
+    Transport transport = Transport::shm;
+    PathLevel level = PathLevel::sys;        ///< NV, or the level of the pair's PCIe path
+    Route route;
+    std::vector<std::string> vertices;       ///< src first, dst last
+    double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();  ///< per-flow bound
+  };
 
   /// Builds the graph of `node.links` and registers its resources in `solver` (the Topology keeps
   /// only the resource ids, no reference to the solver). Vertices "host" and "gpu0".."gpu<n-1>" always
@@ -44,9 +75,9 @@ class Topology {
   /// Source: systems-and-hardware.md §3, §5.
   Topology(const NodeSpec& node, MaxMinSolver& solver);
 
-  /// The resources (coefficient 1 each, summed if a route crossed one twice) of the fewest-hops
-  /// path src→dst, ready for MaxMinSolver::add_flow. Routes are precomputed; this is a table
-  /// lookup. Throws std::invalid_argument for an unknown vertex, src == dst, or no path.
+  /// The resources of the route src→dst, ready for MaxMinSolver::add_flow: a GPU pair's
+  /// peer_path route, else the fewest-hops path without NVLink. Precomputed; a table lookup.
+  /// Throws std::invalid_argument for an unknown vertex, src == dst, or no path.
   const Route& route(const std::string& src, const std::string& dst) const;
   /// Same by vertex index (see vertex()); the fast path for the executor.
   const Route& route(int src_vertex, int dst_vertex) const;
@@ -54,9 +85,18 @@ class Topology {
   /// The vertex names along the route src→dst, src first (for traces and tests). Throws as route().
   std::vector<std::string> route_vertices(const std::string& src, const std::string& dst) const;
 
+  /// The collective path between GPUs `a` and `b` (indices, a ≠ b). Throws std::invalid_argument
+  /// for an index out of range, a == b, or a pair with neither P2P nor a path through host memory.
+  const PeerPath& peer_path(int a, int b) const;
+
+  /// The smallest capacity / coefficient over a route's resources in `solver` (bytes/s): what one
+  /// flow alone on it can reach, before any per-flow cap.
+  static double bottleneck_bytes_per_s(const MaxMinSolver& solver, const Route& route);
+
   /// Index of a vertex name; throws std::invalid_argument for an unknown name.
   int vertex(const std::string& name) const;
   const std::vector<std::string>& vertex_names() const { return vertex_names_; }
+  VertexKind vertex_kind(int v) const { return vertex_kinds_.at(static_cast<std::size_t>(v)); }
 
   /// "gpu<rank>": the vertex of GPU `rank` (≥ 0; std::invalid_argument otherwise).
   static std::string gpu_vertex(int rank);
@@ -73,18 +113,37 @@ class Topology {
   /// The solver ids of link_directions(), same order.
   std::vector<int> link_direction_resources() const;
 
+  /// Indices (into link_directions()) of the directions with an under-duplex capacity: the
+  /// executor sets such a direction's capacity to under_duplex_bytes_per_s while its reverse
+  /// direction carries a flow, and back to capacity_bytes_per_s otherwise.
+  const std::vector<int>& duplex_switched_directions() const { return duplex_switched_; }
+
+  /// Sets, in `solver`, the capacity of every duplex-switched direction: under_duplex_bytes_per_s
+  /// when both it and its reverse carry a flow (flows_on_resource[resource id] > 0), else
+  /// capacity_bytes_per_s. Per-direction caps under duplex reproduce the measured asymmetric
+  /// concurrent H2D + D2H (52.8 / 34.4 GB/s, gpu-catalogue.md §2.2 [SIM]) that max-min fairness on
+  /// one symmetric coupling cannot (it splits equally). Which directions are busy depends only on
+  /// which flows exist, not on their rates, so this is applied before each solve.
+  void apply_under_duplex(MaxMinSolver& solver, const std::vector<int>& flows_on_resource) const;
+
  private:
-  int add_vertex_name(const std::string& name);
+  int add_vertex_name(const std::string& name, VertexKind kind);
   const std::vector<int>& path_edges(int src, int dst) const;  // throws as route()
 
   std::vector<std::string> vertex_names_;
+  std::vector<VertexKind> vertex_kinds_;
   std::unordered_map<std::string, int> vertex_index_;
   std::vector<std::string> resource_names_;
   std::vector<int> resource_ids_;
   std::vector<LinkDirection> directions_;   // edge index → direction
+  std::vector<int> duplex_switched_;
+  int gpu_count_ = 0;
   std::vector<Route> routes_;               // [src * V + dst]
   std::vector<std::vector<int>> route_edges_;  // [src * V + dst], edge indices in path order
   std::vector<char> reachable_;             // [src * V + dst]
+  std::vector<PeerPath> peers_;             // [a * gpu_count + b]
+  std::vector<char> peer_ok_;
+  std::vector<std::string> peer_error_;
 };
 
 }  // namespace chunkflow

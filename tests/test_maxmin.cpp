@@ -201,7 +201,13 @@ TEST_CASE("weights 2:1 split a link 2:1", "[maxmin][closed-form]") {
   CHECK(close(s.rate(light), 20 * GB));
 }
 
-TEST_CASE("duplex coupling: H2D + D2H on 63 GB/s per direction, 87.2 GB/s duplex get 43.6 GB/s each; H2D alone 63",
+// A symmetric duplex coupling with max-min fairness splits concurrent H2D + D2H evenly (43.6 /
+// 43.6). The measurement it was meant to model is asymmetric: H2D 52.8 while D2H 34.4 on Gen5
+// (gpu-catalogue.md §2.2 [SIM]). This closed form documents the solver on that input; it is not a
+// model of the link. Nodes model the asymmetry with per-direction capacities under duplex
+// (LinkSpec::*_under_duplex_bytes_per_s; tests/test_topology.cpp checks 52.8 / 34.4), or with
+// per-flow weights, checked below.
+TEST_CASE("a symmetric duplex coupling splits H2D + D2H evenly (43.6 each of 87.2), unlike the measured 52.8 / 34.4",
           "[maxmin][closed-form]") {
   MaxMinSolver s;
   const int h2d = s.add_resource(63 * GB, "pcie.gpu0.h2d");
@@ -215,6 +221,19 @@ TEST_CASE("duplex coupling: H2D + D2H on 63 GB/s per direction, 87.2 GB/s duplex
   CHECK(close(s.rate(up), 43.6 * GB));
   CHECK(close(s.rate(down), 43.6 * GB));
   CHECK(close(s.load(duplex), 87.2 * GB));
+}
+
+TEST_CASE("per-flow weights 52.8 : 34.4 on the 87.2 GB/s duplex reproduce the measured asymmetric split",
+          "[maxmin][closed-form]") {
+  MaxMinSolver s;
+  const int h2d = s.add_resource(56 * GB, "pcie.gpu0.h2d");
+  const int d2h = s.add_resource(56 * GB, "pcie.gpu0.d2h");
+  const int duplex = s.add_resource(87.2 * GB, "pcie.gpu0.duplex");
+  const int up = s.add_flow({{h2d, 1}, {duplex, 1}}, kInf, 52.8);
+  const int down = s.add_flow({{d2h, 1}, {duplex, 1}}, kInf, 34.4);
+  s.solve();
+  CHECK(close(s.rate(up), 52.8 * GB));
+  CHECK(close(s.rate(down), 34.4 * GB));
 }
 
 TEST_CASE("coefficients: a flow using a resource with coefficient 2 counts twice", "[maxmin][closed-form]") {

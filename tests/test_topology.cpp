@@ -9,6 +9,7 @@
 #include "model/node.hpp"
 #include "sim/maxmin.hpp"
 #include "sim/topology.hpp"
+#include "sim_fixtures.hpp"
 
 using chunkflow::LinkSpec;
 using chunkflow::MaxMinSolver;
@@ -167,4 +168,166 @@ TEST_CASE("every built-in node builds a topology with a host route to and from e
       CHECK_FALSE(t.route(Topology::gpu_vertex(g), Topology::kHostVertex).empty());
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NCCL's transport choice on the built-in nodes (issue 9; code-review-3fa5e28.md §1.2)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+bool route_uses_kind(const Topology& t, const MaxMinSolver& s, const Topology::Route& route, chunkflow::LinkKind kind) {
+  for (const auto& [r, a] : route)
+    for (const auto& d : t.link_directions())
+      if ((d.resource == r || d.duplex_resource == r) && d.kind == kind) return true;
+  (void)s;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("on NVSwitch nodes every GPU pair's collective path is NVLink and never touches PCIe", "[topology][node]") {
+  for (const char* id : {"8xh100-sxm", "8xh800-sxm", "8xh20", "8xa100-sxm"}) {
+    INFO("node " << id);
+    const NodeSpec n = chunkflow::node(id);
+    MaxMinSolver s;
+    const Topology t(n, s);
+    for (int a = 0; a < n.gpu_count; ++a)
+      for (int b = 0; b < n.gpu_count; ++b) {
+        if (a == b) continue;
+        const Topology::PeerPath& p = t.peer_path(a, b);
+        CHECK(p.transport == chunkflow::Transport::nvlink_p2p);
+        CHECK(p.vertices == std::vector<std::string>{Topology::gpu_vertex(a), "nvswitch", Topology::gpu_vertex(b)});
+        CHECK_FALSE(route_uses_kind(t, s, p.route, chunkflow::LinkKind::pcie));
+        CHECK_FALSE(route_uses_kind(t, s, p.route, chunkflow::LinkKind::memory));
+      }
+    // The NVLink never carries host traffic.
+    CHECK_FALSE(route_uses_kind(t, s, t.route("host", "gpu5"), chunkflow::LinkKind::nvlink));
+  }
+}
+
+TEST_CASE("8xh100-pcie: P2P under a shared switch (PIX), SHM through host memory across switches (NODE) and sockets (SYS)",
+          "[topology][node]") {
+  const NodeSpec n = chunkflow::node("8xh100-pcie");
+  MaxMinSolver s;
+  const Topology t(n, s);
+  const auto& pix = t.peer_path(0, 1);
+  CHECK(pix.transport == chunkflow::Transport::pcie_p2p);
+  CHECK(pix.level == chunkflow::PathLevel::pix);
+  CHECK(pix.vertices == std::vector<std::string>{"gpu0", "sw0", "gpu1"});
+  const auto& node_level = t.peer_path(0, 2);
+  CHECK(node_level.transport == chunkflow::Transport::shm);
+  CHECK(node_level.level == chunkflow::PathLevel::node);
+  CHECK(node_level.flow_cap_bytes_per_s == n.collective_flow_bytes_per_s);
+  CHECK(node_level.vertices == std::vector<std::string>{"gpu0", "sw0", "cpu0", "host", "cpu0", "sw1", "gpu2"});
+  // Staging writes and reads the same DRAM: the memory link's duplex is used twice.
+  for (const auto& [r, a] : node_level.route)
+    if (s.resource_name(r) == "mem0.duplex") CHECK(a == 2.0);
+  const auto& sys = t.peer_path(1, 6);
+  CHECK(sys.transport == chunkflow::Transport::shm);
+  CHECK(sys.level == chunkflow::PathLevel::sys);
+  CHECK(route_uses_kind(t, s, sys.route, chunkflow::LinkKind::inter_socket));
+  // Both GPUs of a switch share its uplink for prefetch: two H2D flows get half of it each.
+  MaxMinSolver s2;
+  const Topology t2(n, s2);
+  const int f0 = s2.add_flow(t2.route("host", "gpu0"), n.copy_engine_bytes_per_s);
+  const int f1 = s2.add_flow(t2.route("host", "gpu1"), n.copy_engine_bytes_per_s);
+  s2.solve();
+  const double uplink = n.links[3].a_to_b_bytes_per_s;  // pcie.sw0
+  REQUIRE(n.links[3].name == "pcie.sw0");
+  CHECK(close(s2.rate(f0), uplink / 2));
+  CHECK(close(s2.rate(f1), uplink / 2));
+}
+
+TEST_CASE("P2P off (RTX 4090) or a pair above p2p_level stages through host memory; NVLink bridge pairs go P2P",
+          "[topology][node]") {
+  {
+    const NodeSpec n = chunkflow::node("4xrtx4090");
+    MaxMinSolver s;
+    const Topology t(n, s);
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        if (a != b) CHECK(t.peer_path(a, b).transport == chunkflow::Transport::shm);
+  }
+  {
+    const NodeSpec n = chunkflow::node("2xh100-pcie-nvlink");
+    MaxMinSolver s;
+    const Topology t(n, s);
+    CHECK(t.peer_path(0, 1).transport == chunkflow::Transport::nvlink_p2p);
+    CHECK(t.peer_path(0, 1).vertices == std::vector<std::string>{"gpu0", "gpu1"});
+    CHECK(Topology::bottleneck_bytes_per_s(s, t.peer_path(0, 1).route) == 300e9);
+  }
+  {
+    // The same switch pair with P2P disabled for it falls back to SHM; a raised p2p_level (SYS, as
+    // NCCL on AMD hosts with ≤ 2 GPUs) lets a PHB pair go P2P.
+    NodeSpec n = chunkflow::node("8xh100-pcie");
+    n.p2p_disabled_pairs = {{1, 0}};
+    MaxMinSolver s;
+    const Topology t(n, s);
+    CHECK(t.peer_path(0, 1).transport == chunkflow::Transport::shm);
+    CHECK(t.peer_path(2, 3).transport == chunkflow::Transport::pcie_p2p);
+    NodeSpec two = chunkflow::node("2xh100-pcie");
+    two.p2p_level = chunkflow::PathLevel::sys;
+    MaxMinSolver s2;
+    const Topology t2(two, s2);
+    CHECK(t2.peer_path(0, 1).transport == chunkflow::Transport::pcie_p2p);
+    CHECK(t2.peer_path(0, 1).level == chunkflow::PathLevel::phb);
+  }
+}
+
+TEST_CASE("under-duplex capacities: concurrent H2D + D2H on one Gen5 link get the measured 52.8 / 34.4 GB/s",
+          "[topology][maxmin]") {
+  const NodeSpec n = chunkflow::node("8xh100-sxm");
+  MaxMinSolver s;
+  const Topology t(n, s);
+  std::vector<int> flows_on(s.resource_count(), 0);
+  auto add = [&](const Topology::Route& r) {
+    for (const auto& [res, a] : r) flows_on[res] += 1;
+    return s.add_flow(r);
+  };
+  const int h2d = add(t.route("host", "gpu0"));
+  t.apply_under_duplex(s, flows_on);
+  s.solve();
+  CHECK(close(s.rate(h2d), 56 * GB));  // alone: the Gen5 x16 payload rate
+  const int d2h = add(t.route("gpu0", "host"));
+  t.apply_under_duplex(s, flows_on);
+  s.solve();
+  CHECK(close(s.rate(h2d), 52.8 * GB));
+  CHECK(close(s.rate(d2h), 34.4 * GB));
+  s.remove_flow(d2h);
+  for (const auto& [res, a] : t.route("gpu0", "host")) flows_on[res] -= 1;
+  t.apply_under_duplex(s, flows_on);
+  s.solve();
+  CHECK(close(s.rate(h2d), 56 * GB));
+}
+
+TEST_CASE("simulated on 8xh100-sxm with Ulysses 8, all-to-alls load only NVLink: no PCIe or memory link carries a byte",
+          "[topology][executor]") {
+  const NodeSpec n = chunkflow::node("8xh100-sxm");
+  const auto r = chunkflow::test::run(chunkflow::test::workload("wan2.1-t2v-14b", 480, 832, 81, 8), n,
+                                      chunkflow::test::policy("no-offload"));
+  REQUIRE(r.result.summary.collective_time_s > 0);
+  int nvlink_samples = 0;
+  for (const auto& l : r.result.timeline.links) {
+    INFO(l.link << " " << l.bytes_per_s);
+    const bool nvlink = l.link.rfind("nvlink.", 0) == 0;
+    nvlink_samples += nvlink;
+    if (!nvlink) CHECK(l.bytes_per_s == 0);
+  }
+  CHECK(nvlink_samples > 0);
+}
+
+TEST_CASE("closed form: an all-to-all alone over an NVLink bridge takes α + (S/2) / 300 GB/s", "[topology][executor]") {
+  const NodeSpec n = chunkflow::node("2xh100-pcie-nvlink");
+  const auto r = chunkflow::test::run(chunkflow::test::workload("wan2.1-t2v-14b", 480, 832, 81, 2), n,
+                                      chunkflow::test::policy("no-offload"));
+  int checked = 0;
+  for (const auto& row : r.result.timeline.rows) {
+    if (row.kind != chunkflow::OpKind::collective) continue;
+    // Both ranks' ops of a group run together; each sends S/2 to its peer on its own direction.
+    const double expected = n.collective_latency_s + row.bytes / 2 / 300e9;
+    CHECK(std::abs((row.end_s - row.start_s) - expected) <= 1e-9 * expected);
+    ++checked;
+  }
+  CHECK(checked > 0);
 }
