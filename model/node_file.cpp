@@ -12,6 +12,7 @@
 
 #include "model/embedded_data.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/node.hpp"
 
 namespace chunkflow {
@@ -384,6 +385,7 @@ NodeSpec parse_node_file(const std::string& text, const std::string& file) {
   }
   f.reject_unknown("id, description, gpu, gpu_count, collective, figures, p2p, link_types, vertices, links");
   validate(n, file, "/figures");
+  check_node_ranges(n, file, "/figures");  // the documented ranges (model/limits.hpp)
   return n;
 }
 
