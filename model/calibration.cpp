@@ -736,6 +736,13 @@ Calibration load_calibration(const std::string& path) {
   return c;
 }
 
+namespace {
+/// A GPU's PCIe link towards the host: from "host" (former nodes) or ending at a GPU (node files).
+bool is_gpu_host_link(const LinkSpec& l) {
+  return l.a == "host" || (l.kind == LinkKind::pcie && l.b.rfind("gpu", 0) == 0 && l.a.rfind("gpu", 0) != 0);
+}
+}  // namespace
+
 void apply_calibration(const Calibration& c, NodeSpec& node) {
   const double rescale = c.peak_flop_per_s / node.peak_flop_per_s;  // η_node = achieved / peak_node
   if (c.gemm_efficiency) node.gemm_efficiency = std::min(1.0, *c.gemm_efficiency * rescale);
@@ -749,16 +756,23 @@ void apply_calibration(const Calibration& c, NodeSpec& node) {
   if (c.h2d_bytes_per_s) {
     node.copy_engine_bytes_per_s = *c.h2d_bytes_per_s;
     for (auto& l : node.links)
-      if (l.a == "host") l.a_to_b_bytes_per_s = std::max(l.a_to_b_bytes_per_s, *c.h2d_bytes_per_s);
+      if (is_gpu_host_link(l)) l.a_to_b_bytes_per_s = std::max(l.a_to_b_bytes_per_s, *c.h2d_bytes_per_s);
   }
   if (c.d2h_bytes_per_s)
     for (auto& l : node.links)
-      if (l.a == "host") l.b_to_a_bytes_per_s = *c.d2h_bytes_per_s;
+      if (is_gpu_host_link(l)) l.b_to_a_bytes_per_s = *c.d2h_bytes_per_s;
   if (c.h2d_coupling && c.d2h_coupling)
     for (auto& l : node.links)
-      if (l.a == "host")
-        l.duplex_bytes_per_s = *c.h2d_coupling * std::min(l.a_to_b_bytes_per_s, node.copy_engine_bytes_per_s) +
-                               *c.d2h_coupling * l.b_to_a_bytes_per_s;
+      if (is_gpu_host_link(l)) {
+        const double h2d_under = *c.h2d_coupling * std::min(l.a_to_b_bytes_per_s, node.copy_engine_bytes_per_s);
+        const double d2h_under = *c.d2h_coupling * l.b_to_a_bytes_per_s;
+        l.duplex_bytes_per_s = h2d_under + d2h_under;
+        // A link modelled with per-direction caps under duplex keeps the fitted asymmetry.
+        if (l.a_to_b_under_duplex_bytes_per_s > 0 || l.b_to_a_under_duplex_bytes_per_s > 0) {
+          l.a_to_b_under_duplex_bytes_per_s = h2d_under;
+          l.b_to_a_under_duplex_bytes_per_s = d2h_under;
+        }
+      }
   if (c.collective_latency_s) node.collective_latency_s = *c.collective_latency_s;
   if (c.collective_bytes_per_s) {
     // host_staged: P−1 peer flows per rank share the out bytes (P of the measurement).

@@ -75,9 +75,12 @@ void all_pairs_paths(const Graph& graph, const std::vector<LinkDirection>& direc
   }
 }
 
-std::string direction_name(const std::string& link, const std::string& from, const std::string& to) {
-  if (from == Topology::kHostVertex) return link + ".h2d";
-  if (to == Topology::kHostVertex) return link + ".d2h";
+/// "<link>.h2d" towards a GPU and "<link>.d2h" away from it on a PCIe link that ends at a GPU (or
+/// on any link from/to "host"), else "<link>.<from>-><to>".
+std::string direction_name(const std::string& link, LinkKind kind, const std::string& from, const std::string& to) {
+  const auto is_gpu = [](const std::string& v) { return v.rfind("gpu", 0) == 0; };
+  if (from == Topology::kHostVertex || (kind == LinkKind::pcie && is_gpu(to) && !is_gpu(from))) return link + ".h2d";
+  if (to == Topology::kHostVertex || (kind == LinkKind::pcie && is_gpu(from) && !is_gpu(to))) return link + ".d2h";
   return link + "." + from + "->" + to;
 }
 
@@ -149,8 +152,8 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
                           l.a_to_b_under_duplex_bytes_per_s};
     LinkDirection backward{l.name, l.b, l.a, -1, duplex, l.b_to_a_bytes_per_s, l.kind, first,
                            l.b_to_a_under_duplex_bytes_per_s};
-    forward.resource = register_resource(forward.capacity_bytes_per_s, direction_name(l.name, l.a, l.b));
-    backward.resource = register_resource(backward.capacity_bytes_per_s, direction_name(l.name, l.b, l.a));
+    forward.resource = register_resource(forward.capacity_bytes_per_s, direction_name(l.name, l.kind, l.a, l.b));
+    backward.resource = register_resource(backward.capacity_bytes_per_s, direction_name(l.name, l.kind, l.b, l.a));
     if (duplex == -2) {
       const int id = register_resource(l.duplex_bytes_per_s, l.name + ".duplex");
       forward.duplex_resource = id;

@@ -8,7 +8,7 @@
 // Vertices: "host" (pinned host memory, socket 0), "gpu0".."gpu<n-1>", and the node's other
 // vertices (NodeSpec::vertices: sockets, host bridges, PCIe switches, NVSwitch, more host memory).
 // Each LinkSpec gives two directed edges, a→b and b→a, each one MaxMinSolver resource:
-//   host→gpuR  "pcie.gpuR.h2d"      gpuR→host  "pcie.gpuR.d2h"     (for a link named pcie.gpuR)
+//   towards gpuR "pcie.gpuR.h2d"    away from gpuR "pcie.gpuR.d2h" (a PCIe link named pcie.gpuR ending at gpuR, or from "host")
 //   otherwise  "<link>.<a>-><b>"    and        "<link>.<b>-><a>"
 // and, when duplex_bytes_per_s > 0, one more resource "<link>.duplex" that both directions use
 // with coefficient 1 (Σ rates over both directions ≤ duplex capacity).

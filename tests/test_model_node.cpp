@@ -29,23 +29,26 @@ std::string error_of(const NodeSpec& n, const std::string& file = "") {
 
 }  // namespace
 
-TEST_CASE("2xh100-pcie has two H100 PCIe GPUs, one Gen5 x16 host link each, host-staged collectives") {
+TEST_CASE("2xh100-pcie has two H100 PCIe GPUs on Gen5 x16 payload links with asymmetric duplex, host memory, routed collectives") {
   const NodeSpec n = node("2xh100-pcie");
   CHECK(n.id == "2xh100-pcie");
   CHECK(n.gpu_count == 2);
   CHECK(n.peak_flop_per_s == 756e12);
   CHECK(n.hbm_bytes_per_s == 2.0e12);
   CHECK(n.gpu_memory_bytes == 80 * kGiB);
-  CHECK(n.collective == CollectiveBackend::host_staged);
-  REQUIRE(n.links.size() == 2);
+  CHECK(n.collective == CollectiveBackend::routed);
+  REQUIRE(n.links.size() == 3);
+  CHECK(n.links[0].kind == LinkKind::memory);  // host DRAM of socket 0: a resource
   for (int g = 0; g < 2; ++g) {
     const LinkSpec& l = n.host_link(g);
     CHECK(l.name == "pcie.gpu" + std::to_string(g));
-    CHECK(l.a == "host");
+    CHECK(l.a == "cpu0");
     CHECK(l.b == "gpu" + std::to_string(g));
-    CHECK(l.a_to_b_bytes_per_s == 63e9);
-    CHECK(l.b_to_a_bytes_per_s == 63e9);
-    CHECK(l.duplex_bytes_per_s == 87.2e9);
+    CHECK(l.a_to_b_bytes_per_s == 56e9);  // payload, not the raw 63 (code-review §1.1)
+    CHECK(l.b_to_a_bytes_per_s == 56e9);
+    CHECK(l.duplex_bytes_per_s == 0);
+    CHECK(l.a_to_b_under_duplex_bytes_per_s == 52.8e9);  // measured concurrent H2D
+    CHECK(l.b_to_a_under_duplex_bytes_per_s == 34.4e9);  // measured concurrent D2H
   }
   CHECK(n.gemm_efficiency == 0.80);
   CHECK(n.attention_efficiency == 0.60);
@@ -63,7 +66,7 @@ TEST_CASE("1xh100-sxm has one H100 SXM with a Gen5 host link and a PCIe-proxy co
   CHECK(n.peak_flop_per_s == 989.4e12);
   CHECK(n.hbm_bytes_per_s == 3.35e12);
   CHECK(n.collective == CollectiveBackend::pcie_proxy);
-  REQUIRE(n.links.size() == 1);
+  REQUIRE(n.links.size() == 2);
   CHECK(n.host_link(0).name == "pcie.gpu0");
   CHECK_THROWS_AS(n.host_link(1), std::out_of_range);
   CHECK(error_of(n).empty());
@@ -73,7 +76,7 @@ TEST_CASE("h2d_bytes_per_s is min(link H2D capacity, copy-engine cap)") {
   NodeSpec n = node("2xh100-pcie");
   CHECK(n.h2d_bytes_per_s(0) == 55.3e9);
   CHECK(n.h2d_bytes_per_s(1) == 55.3e9);
-  n.links[1].a_to_b_bytes_per_s = 25e9;  // a Gen4 slot
+  n.links[2].a_to_b_bytes_per_s = 25e9;  // a Gen4 slot on gpu1
   CHECK(n.h2d_bytes_per_s(1) == 25e9);
   CHECK(n.h2d_bytes_per_s(0) == 55.3e9);
 }
@@ -312,10 +315,10 @@ TEST_CASE("a node file is read by path, as --node takes it, and its errors name 
   CHECK(node_file_error(with("\"gpu\": \"h100-pcie\"", "\"gpu\": \"h100-pcie-x\"")).find("n.json: /gpu: expected a GPU catalogue id") == 0);
   CHECK(node_file_error(with("\"gpu_count\": 2", "\"gpu_count\": 0")) ==
         "n.json: /gpu_count: expected an integer in [1, 64], got 0");
-  CHECK(node_file_error(with("\"type\": \"pcie-gen5-x16-raw\"}\n  ]", "\"type\": \"nope\"}\n  ]")) ==
-        "n.json: /links/1/type: expected a key of /link_types, got \"nope\"");
-  CHECK(node_file_error(with("\"b\": \"gpu1\"", "\"b\": \"gpu9\"")).find("n.json: /links/1/b: expected \"host\", a GPU") == 0);
-  CHECK(node_file_error(with("\"gemm_efficiency\": {\"value\": 0.8", "\"gemm_efficiency\": {\"value\": 1.8")) ==
+  CHECK(node_file_error(with("\"type\": \"pcie-gen5-x16\"\n    }\n  ]", "\"type\": \"nope\"\n    }\n  ]")) ==
+        "n.json: /links/2/type: expected a key of /link_types, got \"nope\"");
+  CHECK(node_file_error(with("\"b\": \"gpu1\"", "\"b\": \"gpu9\"")).find("n.json: /links/2/b: expected \"host\", a GPU") == 0);
+  CHECK(node_file_error(with("\"value\": 0.8,", "\"value\": 1.8,")) ==
         "n.json: /figures/gemm_efficiency: expected an efficiency in (0, 1], got 1.8");
   CHECK(node_file_error(with("\"collective\": \"routed\"", "\"collective\": \"nccl\"")) ==
         "n.json: /collective: expected \"routed\" or \"pcie-proxy\", got \"nccl\"");

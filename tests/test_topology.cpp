@@ -85,6 +85,8 @@ TEST_CASE("without NVLink gpu0→gpu1 routes through the host: d2h of gpu0, h2d 
   MaxMinSolver s;
   const Topology t(two_gpu_pcie_node(), s);
   CHECK(t.route_vertices("gpu0", "gpu1") == std::vector<std::string>{"gpu0", "host", "gpu1"});
+  CHECK(t.peer_path(0, 1).transport == chunkflow::Transport::shm);
+  CHECK(t.peer_path(0, 1).level == chunkflow::PathLevel::phb);
   CHECK(names(s, t.route("gpu0", "gpu1")) ==
         std::vector<std::string>{"pcie.gpu0.d2h", "pcie.gpu0.duplex", "pcie.gpu1.duplex", "pcie.gpu1.h2d"});
   CHECK(names(s, t.route(t.vertex("gpu1"), t.vertex("gpu0"))) ==
@@ -142,7 +144,7 @@ TEST_CASE("routes fed to the solver: H2D during a host-staged all-to-all shares 
   CHECK(close(s.rate(a2a_10), 87.2 * GB / 3));
 }
 
-TEST_CASE("node.cpp built-in 2xh100-pcie routes gpu0→gpu1 through the host", "[topology][node]") {
+TEST_CASE("built-in 2xh100-pcie stages gpu0→gpu1 through host memory (NODE: SHM)", "[topology][node]") {
   NodeSpec n;
   try {
     n = chunkflow::node("2xh100-pcie");
@@ -151,7 +153,9 @@ TEST_CASE("node.cpp built-in 2xh100-pcie routes gpu0→gpu1 through the host", "
   }
   MaxMinSolver s;
   const Topology t(n, s);
-  CHECK(t.route_vertices("gpu0", "gpu1") == std::vector<std::string>{"gpu0", "host", "gpu1"});
+  CHECK(t.route_vertices("gpu0", "gpu1") == std::vector<std::string>{"gpu0", "cpu0", "host", "cpu0", "gpu1"});
+  CHECK(t.peer_path(0, 1).transport == chunkflow::Transport::shm);
+  CHECK(t.peer_path(0, 1).level == chunkflow::PathLevel::node);
   const int h2d = s.add_flow(t.route("host", "gpu0"), n.copy_engine_bytes_per_s);
   s.solve();
   CHECK(close(s.rate(h2d), n.h2d_bytes_per_s(0)));
@@ -271,7 +275,7 @@ TEST_CASE("P2P off (RTX 4090) or a pair above p2p_level stages through host memo
     MaxMinSolver s2;
     const Topology t2(two, s2);
     CHECK(t2.peer_path(0, 1).transport == chunkflow::Transport::pcie_p2p);
-    CHECK(t2.peer_path(0, 1).level == chunkflow::PathLevel::phb);
+    CHECK(t2.peer_path(0, 1).level == chunkflow::PathLevel::node);
   }
 }
 
