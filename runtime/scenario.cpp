@@ -94,9 +94,10 @@ class ObjectReader {
 
 /// The NodeSpec fields a scenario (and later a calibration) may override.
 std::map<std::string, std::function<void(NodeSpec&, double)>> node_overrides() {
-  auto all_links = [](double LinkSpec::*field) {
+  auto all_links = [](double LinkSpec::*field) {  // every PCIe link (not memory, NVLink or inter-socket)
     return [field](NodeSpec& n, double v) {
-      for (auto& l : n.links) l.*field = v;
+      for (auto& l : n.links)
+        if (l.kind == LinkKind::pcie) l.*field = v;
     };
   };
   return {
