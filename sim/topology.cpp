@@ -5,75 +5,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
 
 namespace chunkflow {
 namespace {
-
-struct EdgeProps {
-  int direction = -1;  // index into Topology::directions_
-};
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, EdgeProps>;
-using Edge = boost::graph_traits<Graph>::edge_descriptor;
-using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
-
-/// Records, for every vertex the search reaches, the tree edge it was reached by.
-class PredecessorEdgeRecorder : public boost::default_bfs_visitor {
- public:
-  explicit PredecessorEdgeRecorder(std::vector<int>* pred_direction) : pred_direction_(pred_direction) {}
-  template <class E, class G>
-  void tree_edge(E e, const G& g) const {
-    (*pred_direction_)[boost::target(e, g)] = g[e].direction;
-  }
-
- private:
-  std::vector<int>* pred_direction_;
-};
-
-/// Keeps the edges whose link kind is allowed (bit 1 << kind of `allowed`).
-struct KindFilter {
-  const Graph* graph = nullptr;
-  const std::vector<LinkDirection>* directions = nullptr;
-  unsigned allowed = 0;
-  bool operator()(const Edge& e) const {
-    return (allowed >> static_cast<unsigned>((*directions)[(*graph)[e].direction].kind)) & 1u;
-  }
-};
-
-constexpr unsigned bit(LinkKind k) { return 1u << static_cast<unsigned>(k); }
-constexpr unsigned kHostKinds = bit(LinkKind::pcie) | bit(LinkKind::memory) | bit(LinkKind::inter_socket);
-constexpr unsigned kPcieKinds = bit(LinkKind::pcie) | bit(LinkKind::inter_socket);
-constexpr unsigned kNvlinkKinds = bit(LinkKind::nvlink);
-
-/// Fewest-hops paths between all vertex pairs over the edges `allowed` keeps: edges[src*n+dst]
-/// (direction indices in path order) and reach[src*n+dst].
-void all_pairs_paths(const Graph& graph, const std::vector<LinkDirection>& directions,
-                     const std::vector<int>& from_vertex, unsigned allowed, int n, std::vector<std::vector<int>>& edges,
-                     std::vector<char>& reach) {
-  const std::size_t n2 = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  edges.assign(n2, {});
-  reach.assign(n2, 0);
-  const KindFilter filter{&graph, &directions, allowed};
-  const boost::filtered_graph<Graph, KindFilter> view(graph, filter);
-  std::vector<int> pred(static_cast<std::size_t>(n));
-  for (int src = 0; src < n; ++src) {
-    std::fill(pred.begin(), pred.end(), -1);
-    boost::breadth_first_search(view, static_cast<Vertex>(src), boost::visitor(PredecessorEdgeRecorder(&pred)));
-    for (int dst = 0; dst < n; ++dst) {
-      if (dst == src || pred[dst] < 0) continue;
-      std::vector<int>& path = edges[static_cast<std::size_t>(src) * n + dst];
-      for (int v = dst; v != src;) {
-        const int d = pred[v];
-        path.push_back(d);
-        v = from_vertex[d];
-      }
-      std::reverse(path.begin(), path.end());
-      reach[static_cast<std::size_t>(src) * n + dst] = 1;
-    }
-  }
-}
 
 /// "<link>.h2d" towards a GPU and "<link>.d2h" away from it on a PCIe link that ends at a GPU (or
 /// on any link from/to "host"), else "<link>.<from>-><to>".
@@ -91,15 +25,6 @@ std::string Topology::gpu_vertex(int rank) {
   return "gpu" + std::to_string(rank);
 }
 
-std::string to_string(Transport t) {
-  switch (t) {
-    case Transport::nvlink_p2p: return "P2P/NVLink";
-    case Transport::pcie_p2p: return "P2P/PCIe";
-    case Transport::shm: return "SHM";
-  }
-  return "?";
-}
-
 int Topology::add_vertex_name(const std::string& name, VertexKind kind) {
   auto [it, inserted] = vertex_index_.emplace(name, static_cast<int>(vertex_names_.size()));
   if (inserted) {
@@ -110,33 +35,10 @@ int Topology::add_vertex_name(const std::string& name, VertexKind kind) {
 }
 
 Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node.gpu_count) {
-  add_vertex_name(kHostVertex, VertexKind::host_memory);
-  for (int g = 0; g < node.gpu_count; ++g) add_vertex_name(gpu_vertex(g), VertexKind::gpu);
-
-  // Validate everything before registering anything in the solver.
-  for (const LinkSpec& l : node.links) {
-    const std::string where = "Topology: node '" + node.id + "': link '" + l.name + "'";
-    if (l.name.empty() || l.a.empty() || l.b.empty())
-      throw std::invalid_argument(where + ": name and both endpoints must be non-empty (a='" + l.a + "', b='" +
-                                  l.b + "')");
-    if (l.a == l.b) throw std::invalid_argument(where + ": both endpoints are '" + l.a + "'");
-    if (!(l.a_to_b_bytes_per_s > 0) || !(l.b_to_a_bytes_per_s > 0))
-      throw std::invalid_argument(where + ": per-direction capacities must be > 0 bytes/s, got a_to_b=" +
-                                  std::to_string(l.a_to_b_bytes_per_s) +
-                                  ", b_to_a=" + std::to_string(l.b_to_a_bytes_per_s));
-    if (!(l.duplex_bytes_per_s >= 0) || !(l.a_to_b_under_duplex_bytes_per_s >= 0) ||
-        !(l.b_to_a_under_duplex_bytes_per_s >= 0))
-      throw std::invalid_argument(where + ": duplex capacities must be >= 0 (0 = no coupling), got " +
-                                  std::to_string(l.duplex_bytes_per_s));
-  }
-
-  for (const VertexSpec& v : node.vertices) add_vertex_name(v.name, v.kind);
-  // A vertex named only by a link: "host…" is host memory, anything else a CPU socket.
-  for (const LinkSpec& l : node.links)
-    for (const std::string* end : {&l.a, &l.b})
-      add_vertex_name(*end, end->rfind("host", 0) == 0 ? VertexKind::host_memory : VertexKind::cpu);
+  const NodeRoutes routes(node);  // validates the links before anything is registered
+  for (std::size_t v = 0; v < routes.vertex_names().size(); ++v)
+    add_vertex_name(routes.vertex_names()[v], routes.vertex_kinds()[v]);
   const int n_vertices = static_cast<int>(vertex_names_.size());
-  Graph graph(static_cast<std::size_t>(n_vertices));
 
   auto register_resource = [&](double capacity, const std::string& name) {
     const int id = solver.add_resource(capacity, name);
@@ -144,7 +46,7 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
     resource_ids_.push_back(id);
     return id;
   };
-  std::vector<int> from_vertex;
+  // Directions in NodeRoutes' order: link i is 2i (a→b) and 2i+1 (b→a).
   for (const LinkSpec& l : node.links) {
     const int duplex = l.duplex_bytes_per_s > 0 ? -2 : -1;  // registered after the directions
     const int first = static_cast<int>(directions_.size());
@@ -160,11 +62,7 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
       backward.duplex_resource = id;
     }
     for (LinkDirection* d : {&forward, &backward}) {
-      const int index = static_cast<int>(directions_.size());
-      boost::add_edge(static_cast<Vertex>(vertex_index_.at(d->from)), static_cast<Vertex>(vertex_index_.at(d->to)),
-                      EdgeProps{index}, graph);
-      from_vertex.push_back(vertex_index_.at(d->from));
-      if (d->under_duplex_bytes_per_s > 0) duplex_switched_.push_back(index);
+      if (d->under_duplex_bytes_per_s > 0) duplex_switched_.push_back(static_cast<int>(directions_.size()));
       directions_.push_back(std::move(*d));
     }
   }
@@ -185,89 +83,41 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
     return route;
   };
 
-  // Host traffic: fewest hops without NVLink, for every vertex pair (a handful of vertices).
-  all_pairs_paths(graph, directions_, from_vertex, kHostKinds, n_vertices, route_edges_, reachable_);
   const std::size_t n2 = static_cast<std::size_t>(n_vertices) * static_cast<std::size_t>(n_vertices);
   routes_.assign(n2, Route{});
-  for (std::size_t k = 0; k < n2; ++k)
-    if (reachable_[k]) routes_[k] = to_route(route_edges_[k]);
+  route_edges_.assign(n2, {});
+  reachable_.assign(n2, 0);
+  for (int src = 0; src < n_vertices; ++src)
+    for (int dst = 0; dst < n_vertices; ++dst)
+      if (const std::vector<int>* path = routes.host_path(src, dst)) {
+        const std::size_t k = static_cast<std::size_t>(src) * n_vertices + dst;
+        route_edges_[k] = *path;
+        routes_[k] = to_route(*path);
+        reachable_[k] = 1;
+      }
 
-  // GPU pairs: NCCL's transport choice (header comment).
-  std::vector<std::vector<int>> nv_edges, pcie_edges;
-  std::vector<char> nv_reach, pcie_reach;
-  all_pairs_paths(graph, directions_, from_vertex, kNvlinkKinds, n_vertices, nv_edges, nv_reach);
-  all_pairs_paths(graph, directions_, from_vertex, kPcieKinds, n_vertices, pcie_edges, pcie_reach);
+  // GPU pairs: NCCL's transport choice (model/routes.hpp); GPU↔GPU routes are the collective paths.
   const int G = node.gpu_count;
   peers_.assign(static_cast<std::size_t>(G) * G, PeerPath{});
   peer_ok_.assign(static_cast<std::size_t>(G) * G, 0);
   peer_error_.assign(static_cast<std::size_t>(G) * G, "");
-  const double inf = std::numeric_limits<double>::infinity();
   for (int a = 0; a < G; ++a)
     for (int b = 0; b < G; ++b) {
       if (a == b) continue;
-      const int va = vertex_index_.at(gpu_vertex(a)), vb = vertex_index_.at(gpu_vertex(b));
-      const std::size_t k = static_cast<std::size_t>(va) * n_vertices + vb;
       const std::size_t p = static_cast<std::size_t>(a) * G + b;
+      const NodeRoutes::Peer* r = routes.peer(a, b, &peer_error_[p]);
+      if (!r) continue;
       PeerPath& peer = peers_[p];
-      std::vector<int> edges;
-      if (nv_reach[k]) {
-        peer.transport = Transport::nvlink_p2p;
-        peer.level = PathLevel::nvl;
-        edges = nv_edges[k];
-        peer.flow_cap_bytes_per_s = node.p2p_flow_bytes_per_s > 0 ? node.p2p_flow_bytes_per_s : inf;
-      } else {
-        if (pcie_reach[k]) {
-          PathLevel level = PathLevel::pix;
-          int switches = 0;
-          for (std::size_t i = 0; i < pcie_edges[k].size(); ++i) {
-            const LinkDirection& d = directions_[pcie_edges[k][i]];
-            if (d.kind == LinkKind::inter_socket) level = std::max(level, PathLevel::sys);
-            if (i + 1 == pcie_edges[k].size()) break;  // the last hop ends at the destination GPU
-            switch (vertex_kinds_[vertex_index_.at(d.to)]) {
-              case VertexKind::pcie_switch: ++switches; break;
-              case VertexKind::host_bridge:
-              case VertexKind::host_memory: level = std::max(level, PathLevel::phb); break;
-              case VertexKind::cpu: level = std::max(level, PathLevel::node); break;
-              default: level = std::max(level, PathLevel::pxb); break;
-            }
-          }
-          if (level == PathLevel::pix && switches > 1) level = PathLevel::pxb;
-          peer.level = level;
-          if (node.p2p_allowed(a, b) && level <= node.p2p_level) {
-            peer.transport = Transport::pcie_p2p;
-            edges = pcie_edges[k];
-            peer.flow_cap_bytes_per_s = node.p2p_flow_bytes_per_s > 0 ? node.p2p_flow_bytes_per_s : inf;
-          }
-        }
-        if (edges.empty()) {  // staged through the host memory nearest the source GPU
-          peer.transport = Transport::shm;
-          int best = -1;
-          for (int m = 0; m < n_vertices; ++m) {
-            if (vertex_kinds_[m] != VertexKind::host_memory) continue;
-            const std::size_t to_m = static_cast<std::size_t>(va) * n_vertices + m;
-            const std::size_t from_m = static_cast<std::size_t>(m) * n_vertices + vb;
-            if (!reachable_[to_m] || !reachable_[from_m]) continue;
-            if (best < 0 || route_edges_[to_m].size() <
-                                route_edges_[static_cast<std::size_t>(va) * n_vertices + best].size())
-              best = m;
-          }
-          if (best < 0) {
-            peer_error_[p] = "Topology: no path between '" + gpu_vertex(a) + "' and '" + gpu_vertex(b) +
-                             "' for collectives: no NVLink, no P2P and no route through host memory";
-            continue;
-          }
-          edges = route_edges_[static_cast<std::size_t>(va) * n_vertices + best];
-          const auto& back = route_edges_[static_cast<std::size_t>(best) * n_vertices + vb];
-          edges.insert(edges.end(), back.begin(), back.end());
-          peer.flow_cap_bytes_per_s = node.collective_flow_bytes_per_s > 0 ? node.collective_flow_bytes_per_s : inf;
-        }
-      }
-      peer.route = to_route(edges);
+      peer.transport = r->transport;
+      peer.level = r->level;
+      peer.route = to_route(r->directions);
+      peer.flow_cap_bytes_per_s = r->flow_cap_bytes_per_s;
       peer.vertices = {gpu_vertex(a)};
-      for (int d : edges) peer.vertices.push_back(directions_[d].to);
+      for (int d : r->directions) peer.vertices.push_back(directions_[d].to);
       peer_ok_[p] = 1;
-      // GPU↔GPU routes are the collective paths.
-      route_edges_[k] = edges;
+      const std::size_t k = static_cast<std::size_t>(vertex_index_.at(gpu_vertex(a))) * n_vertices +
+                            vertex_index_.at(gpu_vertex(b));
+      route_edges_[k] = r->directions;
       routes_[k] = peer.route;
       reachable_[k] = 1;
     }

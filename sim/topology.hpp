@@ -13,7 +13,8 @@
 // and, when duplex_bytes_per_s > 0, one more resource "<link>.duplex" that both directions use
 // with coefficient 1 (Σ rates over both directions ≤ duplex capacity).
 //
-// Routes are fewest-hops paths (breadth-first search) in a filtered graph:
+// Routes come from model/routes.hpp (Boost.Graph, the one place they are computed), fewest-hops
+// paths in a filtered graph:
 //  - host traffic (H2D, D2H, staging through host memory) never uses NVLink;
 //  - a GPU pair's collective traffic takes the transport NCCL's ncclTopoCheckP2p picks
 //    (NVIDIA/nccl src/graph/paths.cc; code-review-3fa5e28.md §1.2):
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "model/node.hpp"
+#include "model/routes.hpp"
 #include "sim/maxmin.hpp"
 
 namespace chunkflow {
@@ -51,9 +53,6 @@ struct LinkDirection {
   double under_duplex_bytes_per_s = 0;       ///< capacity while the reverse direction is busy; 0: none
 };
 
-/// How a GPU pair's collective bytes move (see the header comment).
-enum class Transport { nvlink_p2p, pcie_p2p, shm };
-std::string to_string(Transport t);  ///< "P2P/NVLink", "P2P/PCIe", "SHM"
 
 class Topology {
  public:

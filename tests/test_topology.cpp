@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "model/node.hpp"
 #include "sim/maxmin.hpp"
@@ -334,4 +335,33 @@ TEST_CASE("closed form: an all-to-all alone over an NVLink bridge takes α + (S/
     ++checked;
   }
   CHECK(checked > 0);
+}
+
+TEST_CASE("collective_host_link_use: which all-to-all flows cross a rank's own PCIe link, per direction",
+          "[topology][routes]") {
+  using chunkflow::collective_host_link_use;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < 8; ++r) {  // NVSwitch: none; prefetch need not yield
+    const auto u = collective_host_link_use(chunkflow::node("8xh100-sxm"), r, 8);
+    CHECK(u.flows_in == 0);
+    CHECK(u.flows_out == 0);
+  }
+  const auto bridge = collective_host_link_use(chunkflow::node("2xh100-pcie-nvlink"), 1, 2);
+  CHECK(bridge.flows_in + bridge.flows_out == 0);
+  const auto staged = collective_host_link_use(chunkflow::node("2xh100-pcie"), 0, 2);
+  CHECK(staged.flows_in == 1);
+  CHECK(staged.flows_out == 1);
+  CHECK(staged.flow_cap_bytes_per_s == 36.5e9);
+  const chunkflow::NodeSpec pcie8 = chunkflow::node("8xh100-pcie");
+  const auto pix = collective_host_link_use(pcie8, 0, 2);  // P2P under the switch: own link, no cap
+  CHECK(pix.flows_in == 1);
+  CHECK(pix.flows_out == 1);
+  CHECK(pix.flow_cap_bytes_per_s == inf);
+  const auto four = collective_host_link_use(pcie8, 0, 4);  // 1 P2P + 2 staged peers each way
+  CHECK(four.flows_in == 3);
+  CHECK(four.flows_out == 3);
+  CHECK(four.flow_cap_bytes_per_s == 36.5e9);
+  CHECK_THROWS_AS(collective_host_link_use(pcie8, 0, 1), std::invalid_argument);
+  CHECK_THROWS_AS(collective_host_link_use(pcie8, 4, 4), std::invalid_argument);
+  CHECK_THROWS_AS(collective_host_link_use(pcie8, 0, 9), std::invalid_argument);
 }

@@ -1,0 +1,84 @@
+#pragma once
+// Routes of a node's topology (Boost.Graph), shared by the simulator (sim/topology.hpp registers
+// their link directions as max-min resources) and by planners that must know which collective
+// flows cross a rank's host link (collective_host_link_use). Source: shared/reference/
+// systems-and-hardware.md §3, §5; code-review-3fa5e28.md §1.2 (NCCL's transport choice).
+//
+// Directions: link i of NodeSpec::links is direction 2i (a→b) and 2i+1 (b→a).
+// Vertices: "host" (pinned host memory of socket 0), "gpu0".."gpu<n-1>", NodeSpec::vertices, then
+// any other name a link uses ("host…" → host memory, anything else a CPU socket).
+// Routes are fewest-hops paths (breadth-first search) in a filtered graph:
+//  - host traffic (H2D, D2H, staging through host memory) never uses NVLink;
+//  - a GPU pair's collective traffic takes the transport NCCL's ncclTopoCheckP2p picks
+//    (NVIDIA/nccl src/graph/paths.cc):
+//      1. NVLink (a path of NVLink edges only, direct or through an NVSwitch): P2P over it;
+//      2. else the pair's PCIe path (PCIe and inter-socket edges) has a level, the worst vertex it
+//         crosses: only switches → PIX (one) or PXB (several); a host bridge or host memory vertex
+//         → PHB; a CPU socket → NODE; an inter-socket link → SYS. P2P over that path when the
+//         level ≤ NodeSpec::p2p_level and P2P is allowed for the pair;
+//      3. else staged through host memory (NCCL SHM): src → the host memory vertex nearest the
+//         source → dst, at NodeSpec::collective_flow_bytes_per_s per flow.
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/node.hpp"
+
+namespace chunkflow {
+
+/// How a GPU pair's collective bytes move.
+enum class Transport { nvlink_p2p, pcie_p2p, shm };
+std::string to_string(Transport t);  ///< "P2P/NVLink", "P2P/PCIe", "SHM"
+
+class NodeRoutes {
+ public:
+  struct Peer {
+    Transport transport = Transport::shm;
+    PathLevel level = PathLevel::sys;  ///< NV, or the level of the pair's PCIe path
+    std::vector<int> directions;       ///< in path order (2i: link i a→b, 2i+1: b→a)
+    double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
+  };
+
+  /// All routes of `node`. Throws std::invalid_argument for a link with an empty name or endpoint,
+  /// a → a, a per-direction capacity that is not > 0, or a negative duplex capacity.
+  explicit NodeRoutes(const NodeSpec& node);
+
+  const std::vector<std::string>& vertex_names() const { return names_; }
+  const std::vector<VertexKind>& vertex_kinds() const { return kinds_; }
+  /// Index of a vertex; -1 if unknown.
+  int find_vertex(const std::string& name) const;
+  /// Source and target vertex of direction d.
+  int from(int d) const { return from_[d]; }
+  int to(int d) const { return to_[d]; }
+
+  /// Host-traffic path src→dst (vertex indices): fewest hops without NVLink; nullptr if none.
+  const std::vector<int>* host_path(int src, int dst) const;
+  /// The collective path from GPU a to GPU b, or nullptr with `error` set (no path at all).
+  const Peer* peer(int a, int b, std::string* error = nullptr) const;
+
+ private:
+  int gpu_count_ = 0;
+  std::vector<std::string> names_;
+  std::vector<VertexKind> kinds_;
+  std::unordered_map<std::string, int> index_;
+  std::vector<int> from_, to_;
+  std::vector<std::vector<int>> host_;  // [src * V + dst]
+  std::vector<char> host_ok_;
+  std::vector<Peer> peers_;             // [a * G + b]
+  std::vector<std::string> peer_error_;
+};
+
+/// How one Ulysses all-to-all of P ranks (GPUs 0..P−1) loads rank `rank`'s PCIe link
+/// (NodeSpec::host_link(rank)): the number of peer flows crossing it towards the GPU (flows_in) and
+/// away from it (flows_out), and the smallest per-flow cap among them (+∞: only links bound them).
+/// On an NVSwitch node both counts are 0 (prefetch need not yield); staged (SHM) pairs count on
+/// both ends; PCIe P2P under a switch counts on the GPU's own link but not on the switch uplink.
+/// Throws std::invalid_argument for P < 2, P > gpu_count or rank ∉ [0, P).
+struct HostLinkUse {
+  int flows_in = 0, flows_out = 0;
+  double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
+};
+HostLinkUse collective_host_link_use(const NodeSpec& node, int rank, int P);
+
+}  // namespace chunkflow
