@@ -165,7 +165,7 @@ std::string show_text(const json& j) {
 
 }  // namespace
 
-void register_node_commands(CLI::App& app, const CliContext& /*context*/) {
+void register_node_commands(CLI::App& app, const CliContext& context) {
   auto* node_cmd = app.add_subcommand("node", "Built-in nodes, one node's graph and routes, and import of nvidia-smi topo -m");
   node_cmd->require_subcommand(1);
   {
@@ -183,14 +183,26 @@ void register_node_commands(CLI::App& app, const CliContext& /*context*/) {
     auto* cmd = node_cmd->add_subcommand("show", "A node's GPUs, figures with sources, graph and route bottlenecks");
     auto id = std::make_shared<std::string>();
     auto as_json = std::make_shared<bool>(false);
+    auto plot = std::make_shared<std::string>();
     cmd->add_option("node", *id, "Built-in node id or node file")->required();
     cmd->add_flag("--json", *as_json, "Print JSON");
-    cmd->callback([id, as_json] {
+    cmd->add_option("--plot", *plot, "Draw the topology to this PNG (scripts/plot_node.py, matplotlib)");
+    cmd->callback([id, as_json, plot, context] {
       const json j = node_json(node(*id, "node"));
       if (*as_json)
         std::cout << j.dump(2) << "\n";
       else
         std::cout << show_text(j);
+      if (plot->empty()) return;
+      const std::string script = find_script(context, "plot_node.py");
+      const std::string tmp = *plot + ".node.json";
+      write_file_atomic(tmp, j.dump());
+      const int rc = script.empty() ? 127 : run_python(script, {tmp, *plot});
+      std::remove(tmp.c_str());
+      if (rc != 0)
+        throw std::runtime_error("no plot (scripts/plot_node.py with /usr/bin/python3 and matplotlib; exit " +
+                                 std::to_string(rc) + "); run scripts/setup.sh");
+      if (!*as_json) std::cout << "wrote " << *plot << "\n";
     });
   }
   {
