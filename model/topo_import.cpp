@@ -99,6 +99,10 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
     m.devices.push_back(t);
   }
   const std::size_t n = m.devices.size();
+  constexpr std::size_t kMaxDevices = 256;  // GPUs and NICs of one node; bounds the n × n matrix
+  if (n > kMaxDevices)
+    throw InputError(file, "header", "expected at most " + std::to_string(kMaxDevices) + " devices (columns), got " +
+                                         std::to_string(n));
   for (std::size_t c = 0; c < n; ++c) {
     if (is_gpu_name(m.devices[c])) {
       if (m.devices[c] != "GPU" + std::to_string(m.gpu_count))
@@ -146,6 +150,8 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
                            std::to_string(t.size() - 1) + " fields");
   }
   if (m.gpu_count == 0) throw InputError(file, "header", "expected at least one GPU column (GPU0), found none");
+  if (m.gpu_count > 64)
+    throw InputError(file, "header", "expected at most 64 GPUs (a node file's limit), got " + std::to_string(m.gpu_count));
   for (std::size_t r = 0; r < n; ++r)
     for (std::size_t c = r + 1; c < n; ++c)
       if (m.codes[r][c] != m.codes[c][r])

@@ -199,6 +199,10 @@ TEST_CASE("malformed matrices are rejected naming the row and column; nothing is
   // Diagonal.
   CHECK(error_of(replace(base, "GPU2    PHB     PHB      X ", "GPU2    PHB     PHB     PIX "), "rtx3090") ==
         "t.txt: row GPU2, column GPU2: expected X on the diagonal, got PIX");
+  // Too many devices: refused before the n × n matrix is read.
+  std::string wide = "GPU0";
+  for (int i = 1; i < 300; ++i) wide += " GPU" + std::to_string(i);
+  CHECK(error_of(wide + "\n").find("t.txt: header: expected at most 256 devices") == 0);
   // Unknown GPU id.
   CHECK(error_of(base, "rtx9090").find("--gpu: expected a GPU catalogue id") == 0);
 }

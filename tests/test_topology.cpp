@@ -365,3 +365,29 @@ TEST_CASE("collective_host_link_use: which all-to-all flows cross a rank's own P
   CHECK_THROWS_AS(collective_host_link_use(pcie8, 4, 4), std::invalid_argument);
   CHECK_THROWS_AS(collective_host_link_use(pcie8, 0, 9), std::invalid_argument);
 }
+
+TEST_CASE("more bandwidth never slows a plan: every link, copy and staging rate doubled gives a step no slower",
+          "[topology][executor][invariant]") {
+  auto doubled = [](chunkflow::NodeSpec n) {
+    for (auto& l : n.links)
+      for (double* v : {&l.a_to_b_bytes_per_s, &l.b_to_a_bytes_per_s, &l.duplex_bytes_per_s,
+                        &l.a_to_b_under_duplex_bytes_per_s, &l.b_to_a_under_duplex_bytes_per_s})
+        *v *= 2;
+    n.copy_engine_bytes_per_s *= 2;
+    n.collective_flow_bytes_per_s *= 2;
+    n.p2p_flow_bytes_per_s *= 2;
+    return n;
+  };
+  // The plan is built once (on the slower node) and executed on both, so only the physics differ.
+  for (const char* id : {"2xh100-pcie", "8xh100-pcie", "4xrtx4090", "8xh100-sxm"}) {
+    const chunkflow::NodeSpec n = chunkflow::node(id);
+    const int P = n.gpu_count >= 4 ? 4 : 2;
+    for (const char* policy : {"no-offload", "layerwise", "chunkflow"}) {
+      INFO(id << " " << policy << " P=" << P);
+      const auto w = chunkflow::test::workload("wan2.1-t2v-14b", 480, 832, 17, P);
+      const auto r = chunkflow::test::run(w, n, chunkflow::test::policy(policy, 0.0));
+      const auto fast = chunkflow::simulate(r.plan, doubled(n));
+      CHECK(fast.summary.step_time_s <= r.result.summary.step_time_s * (1 + 1e-12));
+    }
+  }
+}
