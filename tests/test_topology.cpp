@@ -391,3 +391,31 @@ TEST_CASE("more bandwidth never slows a plan: every link, copy and staging rate 
     }
   }
 }
+
+TEST_CASE("every built-in node simulates every model under Ulysses at the largest degree its GPUs and heads allow",
+          "[topology][executor][node]") {
+  struct Case {
+    const char* model;
+    int64_t h, w, frames;
+    int heads;
+  };
+  // Heads: FLUX.1-dev 24, Wan2.1-14B 40, Wan2.1-1.3B 12, HunyuanVideo 24 (model/architecture.cpp).
+  const Case cases[] = {{"flux.1-dev", 512, 512, 1, 24},
+                        {"wan2.1-t2v-14b", 480, 832, 17, 40},
+                        {"wan2.1-t2v-1.3b", 480, 832, 17, 12},
+                        {"hunyuanvideo", 544, 960, 33, 24}};
+  for (const std::string& id : chunkflow::node_ids()) {
+    const chunkflow::NodeSpec n = chunkflow::node(id);
+    for (const Case& c : cases) {
+      int P = 1;
+      for (int p = 1; p <= 8; ++p)
+        if (c.heads % p == 0 && (p <= n.gpu_count || n.collective == chunkflow::CollectiveBackend::pcie_proxy)) P = p;
+      INFO(id << " " << c.model << " Ulysses " << P);
+      const auto r = chunkflow::test::run(chunkflow::test::workload(c.model, c.h, c.w, c.frames, P), n,
+                                          chunkflow::test::policy("chunkflow"));
+      CHECK(std::isfinite(r.result.summary.step_time_s));
+      CHECK(r.result.summary.step_time_s > 0);
+      CHECK((P == 1) == (r.result.summary.collective_time_s == 0));
+    }
+  }
+}
