@@ -147,15 +147,16 @@ def main(argv):
     scenario = rows[0]["scenario"]
     fig.suptitle(f"ChunkFlow sweep (simulated): {scenario}", fontsize=12)
     fig.tight_layout()
-    tmp = out + ".tmp.png"
+    tmp = f"{out}.tmp.{os.getpid()}.png"
     try:
         fig.savefig(tmp, dpi=110)
         os.replace(tmp, out)
     except OSError as e:
-        if os.path.exists(tmp):
-            os.remove(tmp)
         print(f"plot_sweep.py: error: {out}: {e}", file=sys.stderr)
         return 1
+    finally:  # no partial image, whatever stopped the write (an error, SIGINT)
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return 0
 
 

@@ -1,5 +1,6 @@
 // chunkflow: predicts what an offload policy does to step time and GPU memory (simulator side).
-// Exit codes: 0 ok, 1 runtime failure, 2 bad input (InputError or a command-line error).
+// Exit codes: 0 ok, 1 runtime failure, 2 bad input (InputError or a command-line error),
+// 128 + signal when SIGINT/SIGTERM stopped a sweep (130 for SIGINT; sim/interrupt.hpp).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -8,6 +9,7 @@
 
 #include "model/error.hpp"
 #include "sim/cli.hpp"
+#include "sim/interrupt.hpp"
 
 int main(int argc, char** argv) {
   chunkflow::CliContext context;
@@ -21,6 +23,7 @@ int main(int argc, char** argv) {
   std::string out_dir = "out";
   app.add_option("--out", out_dir, "Output folder of the main job")->capture_default_str();
   app.require_subcommand(0, 1);
+  chunkflow::install_interrupt_handlers();
   try {
     chunkflow::register_simulator_commands(app, context);
     chunkflow::register_calibration_commands(app, context);
@@ -31,6 +34,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const chunkflow::Interrupted& e) {
+    std::cerr << "chunkflow: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const chunkflow::InputError& e) {
     std::cerr << "chunkflow: error: " << e.what() << "\n";
     return 2;

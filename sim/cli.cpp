@@ -20,6 +20,7 @@
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
 #include "sim/fit.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
 #include "traces/chrome_trace.hpp"
@@ -127,7 +128,15 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
   const AnalyticalResult a = analyze(forward_cost(scenario.workload), scenario.node, scenario.workload.ulysses_degree);
 
   const auto t0 = std::chrono::steady_clock::now();
-  const auto rows = run_sweep(scenario, configs, shard_index, shard_count);
+  std::vector<SweepRow> rows;
+  try {
+    rows = run_sweep(scenario, configs, shard_index, shard_count);
+  } catch (const SweepInterrupted& e) {  // print what completed; write nothing
+    std::cout << "interrupted: " << e.completed() << " of " << e.total()
+              << " configurations completed (below); no output file written\n\n"
+              << sweep_table(e.completed_rows);
+    throw;
+  }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const json j = sweep_json(context, scenario, a, rows, shard_index, shard_count);

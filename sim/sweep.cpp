@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "sim/interrupt.hpp"
 
 namespace chunkflow {
 
@@ -128,8 +129,10 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
   SimOptions options;
   options.record_links = false;
   options.record_memory = false;
+  std::vector<char> done(mine.size(), 0);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < int(mine.size()); ++i) {
+    if (interrupt_signal()) continue;  // SIGINT/SIGTERM: start nothing more (sim/interrupt.hpp)
     try {
       const PolicyConfig& config = configs[mine[i]];
       const StepPlan plan = build_plan(scenario.workload, scenario.node, config);
@@ -137,12 +140,19 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
       const SimResult r = simulate(plan, scenario.node, options);
       rows[i] = {mine[i], config, plan.info, r.summary, memory_verdict(plan, scenario.node, r.summary.peak_memory_bytes),
                  r.events, plan.ops.size()};
+      done[i] = 1;
     } catch (...) {
       errors[i] = std::current_exception();
     }
   }
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  if (const int sig = interrupt_signal()) {
+    std::vector<SweepRow> completed;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (done[i]) completed.push_back(rows[i]);
+    throw SweepInterrupted(sig, std::move(completed), int(rows.size()));
+  }
   return rows;
 }
 

@@ -11,6 +11,7 @@
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
 #include "sim/fit.hpp"
+#include "sim/interrupt.hpp"
 
 namespace chunkflow {
 
@@ -47,8 +48,16 @@ SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk
 /// Parses "I/N" (0 ≤ I < N); throws InputError(field "--shard").
 std::pair<int, int> parse_shard(const std::string& text);
 
+/// A sweep stopped by SIGINT/SIGTERM (sim/interrupt.hpp): the rows it completed, in config order.
+struct SweepInterrupted : Interrupted {
+  SweepInterrupted(int signal, std::vector<SweepRow> rows, int total)
+      : Interrupted(signal, int(rows.size()), total), completed_rows(std::move(rows)) {}
+  std::vector<SweepRow> completed_rows;
+};
+
 /// Validates and simulates the configurations of shard `shard_index` of `shard_count` on every core.
-/// Rows come back in config order, whatever the thread count.
+/// Rows come back in config order, whatever the thread count. After SIGINT/SIGTERM it starts no
+/// more configurations and throws SweepInterrupted with the completed ones.
 std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<PolicyConfig>& configs,
                                 int shard_index = 0, int shard_count = 1);
 

@@ -79,5 +79,24 @@ expect_error "non-positive bandwidth" "bw.json: /node/copy_engine_bytes_per_s" s
 expect_error "missing scenario file" "nothere.json" simulate --scenario "$work/nothere.json" --trace "$work/bad/t.json"
 expect_error "unknown option" "--colour" simulate --colour red --trace "$work/bad/t.json"
 
+# ---- SIGINT during a long sweep: prints what completed, exits 130, leaves the previous files -------
+mkdir -p "$work/int"
+echo "previous" > "$work/int/sweep.csv"
+echo "previous" > "$work/int/sweep.json"
+"$bin" sweep --policies chunkflow --chunk-mib-list 1,2,4 --resident-fractions 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7 --threads 1 \
+  --out "$work/int" > "$work/int.stdout" 2> "$work/int.stderr" &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid
+rc=$?
+check "SIGINT during a sweep: exit 130 (got $rc)" test "$rc" -eq 130
+check "SIGINT during a sweep: prints what completed" grep -q "^interrupted: [0-9]* of 24 configurations completed" "$work/int.stdout"
+check "SIGINT during a sweep: the completed rows are printed with a units row" grep -q "MiB" "$work/int.stdout"
+check "SIGINT during a sweep: says it was interrupted on stderr" grep -q "interrupted by SIGINT" "$work/int.stderr"
+check "SIGINT during a sweep: the previous CSV is left as it was" test "$(cat "$work/int/sweep.csv")" = previous
+check "SIGINT during a sweep: the previous JSON is left as it was" test "$(cat "$work/int/sweep.json")" = previous
+check "SIGINT during a sweep: no temporary or other file left" test "$(ls -A "$work/int" | tr '\n' ' ')" = "sweep.csv sweep.json "
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

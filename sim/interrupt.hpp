@@ -1,0 +1,31 @@
+#pragma once
+// SIGINT and SIGTERM during long runs (issue 11 §4): the first signal only sets a flag; sweeps stop
+// starting configurations, finish the ones running, write nothing, print what completed and the
+// program exits 128 + the signal (130 for SIGINT). A second signal terminates at once (default
+// action), so a stuck run can still be killed. Output files are written only after a run
+// completes, each through a temporary file and a rename (write_file_atomic), so an interrupted run
+// leaves the previous file or none.
+#include <stdexcept>
+#include <string>
+
+namespace chunkflow {
+
+/// Installs the handlers (idempotent). Called by the program's main, not by library code.
+void install_interrupt_handlers();
+
+/// The signal received (SIGINT, SIGTERM), or 0.
+int interrupt_signal();
+
+/// Thrown by a run that stopped because of a signal; `completed` of `total` units were done.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted(int signal, int completed, int total);
+  int signal() const { return signal_; }
+  int completed() const { return completed_; }
+  int total() const { return total_; }
+
+ private:
+  int signal_, completed_, total_;
+};
+
+}  // namespace chunkflow
