@@ -79,6 +79,25 @@ expect_error "non-positive bandwidth" "bw.json: /node/copy_engine_bytes_per_s" s
 expect_error "missing scenario file" "nothere.json" simulate --scenario "$work/nothere.json" --trace "$work/bad/t.json"
 expect_error "unknown option" "--colour" simulate --colour red --trace "$work/bad/t.json"
 
+# ---- separate processes at different thread counts write byte-identical files --------------------
+for n in 1 2; do
+  "$bin" sweep --scenario scenarios/flux-1024-u2-2xh100-pcie.json --chunk-mib-list 16,64 --resident-fractions auto,0,0.5 \
+    --threads $n --out "$work/det$n" --no-plot > /dev/null
+  OMP_NUM_THREADS=$n "$bin" tune --scenario scenarios/flux-1024-u2-2xh100-pcie.json --memory-budget-gib 20 \
+    --chunk-mib-list 16,64 --out "$work/tune$n" --no-plot > /dev/null
+done
+check "sweep.csv is byte-identical on 1 and 2 threads" cmp -s "$work/det1/sweep.csv" "$work/det2/sweep.csv"
+check "sweep.json is identical on 1 and 2 threads but for the command line" $py -c "
+import json
+a, b = (json.load(open(f'$work/det{n}/sweep.json')) for n in (1, 2))
+for j in (a, b): j['context'].pop('command_line')
+assert a == b"
+check "tune.json is identical on 1 and 2 threads but for the command line" $py -c "
+import json
+a, b = (json.load(open(f'$work/tune{n}/tune.json')) for n in (1, 2))
+for j in (a, b): j['context'].pop('command_line')
+assert a == b and a['best']['fits']"
+
 # ---- SIGINT during a long sweep: prints what completed, exits 130, leaves the previous files -------
 mkdir -p "$work/int"
 echo "previous" > "$work/int/sweep.csv"
