@@ -100,9 +100,26 @@ std::string ranges_markdown() {
     const std::string name = r.pointer.empty() ? std::string(r.option) : std::string(r.pointer);
     // The thread cap depends on the machine: written as its rule.
     const std::string range = r.option == "--threads" ? std::string("[0, 4 × hardware threads]") : range_text(name);
-    out += "| " + (r.pointer.empty() ? std::string("-") : "`" + std::string(r.pointer) + "`") + " | " +
-           (r.option.empty() ? std::string("-") : "`" + std::string(r.option) + "`") + " | " + range +
-           (r.integer ? ", integer" : "") + " | " + std::string(r.why) + " |\n";
+    // Appended piece by piece (GCC 12 warns, wrongly, about chained temporaries here: -Wrestrict).
+    auto code = [&out](std::string_view s) {
+      if (s.empty()) {
+        out += '-';
+      } else {
+        out += '`';
+        out += s;
+        out += '`';
+      }
+    };
+    out += "| ";
+    code(r.pointer);
+    out += " | ";
+    code(r.option);
+    out += " | ";
+    out += range;
+    if (r.integer) out += ", integer";
+    out += " | ";
+    out += r.why;
+    out += " |\n";
   }
   return out;
 }
