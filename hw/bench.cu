@@ -1,7 +1,9 @@
 // Microbenchmarks (see bench.hpp and hw/BENCH_SCHEMA.md).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "hw/bench.hpp"
@@ -28,6 +30,7 @@ struct Env {
   const BenchConfig& cfg;
   int device_count = 0;
   Stream a, b, c;
+  Stream paced{Stream::HighestPriority{}};  ///< copy_cap: the paced copies (as the executor's h2d stream)
   PinnedBuffer host_a, host_b;
   DeviceBuffer dev_a, dev_b;
   PinnedBuffer stage[2];      ///< proxy staging (mapped)
@@ -57,31 +60,38 @@ struct Env {
     return summarize_s(t);
   }
 
-  /// Times two concurrent bodies on streams sa and sb, both held behind one start event;
-  /// returns each one's own duration.
-  std::pair<Timing, Timing> time_pair(cudaStream_t sa, const std::function<void()>& fa, cudaStream_t sb,
-                                      const std::function<void()>& fb) const {
+  /// Times `measured` on stream sa while `piece` repeats on stream sb, both behind one start
+  /// event, until after the measured body ends (H10 of the code review: the background never
+  /// stops early, so the measured rate is the concurrent one throughout). `pieces` is the first
+  /// guess of repetitions; it doubles until the background outlasts the measured body.
+  Timing time_with_background(cudaStream_t sa, const std::function<void()>& measured, cudaStream_t sb,
+                              const std::function<void()>& piece, int pieces) const {
     Event start, ea, eb;
-    for (int i = 0; i < cfg.warmup; ++i) {
-      fa();
-      fb();
-    }
-    CF_CUDA(cudaDeviceSynchronize());
-    std::vector<double> ta, tb;
-    for (int i = 0; i < std::max(1, cfg.repeat); ++i) {
+    pieces = std::max(1, pieces);
+    std::vector<double> t;
+    for (int i = 0; i < cfg.warmup + std::max(1, cfg.repeat);) {
       start.record(sa);
       CF_CUDA(cudaStreamWaitEvent(sb, start.get(), 0));
-      fa();
-      fb();
+      measured();
       ea.record(sa);
+      for (int k = 0; k < pieces; ++k) piece();
       eb.record(sb);
       CF_CUDA(cudaDeviceSynchronize());
-      ta.push_back(ea.seconds_since(start));
-      tb.push_back(eb.seconds_since(start));
+      const double ta = ea.seconds_since(start), tb = eb.seconds_since(start);
+      if (tb < ta) {  // the background ended first: more pieces, and repeat this repetition
+        if (pieces >= 1024) throw std::runtime_error("bench: the background cannot outlast the measured body (1024 pieces)");
+        pieces *= 2;
+        continue;
+      }
+      if (i >= cfg.warmup) t.push_back(ta);
+      ++i;
     }
-    return {summarize_s(ta), summarize_s(tb)};
+    return summarize_s(t);
   }
 };
+
+/// Repetitions of a background piece of solo duration `piece_s` that cover `measured_s`, with room.
+int cover(double measured_s, double piece_s) { return int(std::min(4096.0, std::ceil(1.5 * measured_s / std::max(piece_s, 1e-7)) + 1)); }
 
 void add_timing(BenchPoint& p, const std::string& prefix, const Timing& t) {
   p.numbers.push_back({prefix + "time_s_median", t.median});
@@ -148,21 +158,91 @@ BenchResult collective_proxy(Env& env, ProxyMode mode) {
   return r;
 }
 
-/// H2D on stream a while a second transfer (`other`) runs on stream b; both per point.
+/// For each size: H2D of `bytes` alone and while `other` (a transfer of `bytes` on the given
+/// stream) repeats throughout, and `other` alone and while H2D copies of `bytes` repeat
+/// throughout. Each direction is timed only while the other runs (time_with_background).
 BenchResult h2d_with(Env& env, const std::string& other_name,
                      const std::function<void(int64_t bytes, cudaStream_t s)>& other) {
   BenchResult r;
   for (int64_t bytes : env.sizes(16 << 20)) {
-    const auto [th, to] = env.time_pair(
-        env.a.get(), [&] { CF_CUDA(cudaMemcpyAsync(env.dev_a.get(), env.host_a.get(), size_t(bytes), cudaMemcpyHostToDevice, env.a.get())); },
-        env.b.get(), [&] { other(bytes, env.b.get()); });
+    auto h2d = [&] { CF_CUDA(cudaMemcpyAsync(env.dev_a.get(), env.host_a.get(), size_t(bytes), cudaMemcpyHostToDevice, env.a.get())); };
+    auto h2d_b = [&] { CF_CUDA(cudaMemcpyAsync(env.dev_a.get(), env.host_a.get(), size_t(bytes), cudaMemcpyHostToDevice, env.b.get())); };
+    auto other_a = [&] { other(bytes, env.a.get()); };
+    auto other_b = [&] { other(bytes, env.b.get()); };
+    const Timing h_alone = env.time(env.a.get(), h2d), o_alone = env.time(env.a.get(), other_a);
+    const Timing th = env.time_with_background(env.a.get(), h2d, env.b.get(), other_b, cover(h_alone.median, o_alone.median));
+    const Timing to = env.time_with_background(env.a.get(), other_a, env.b.get(), h2d_b, cover(o_alone.median, h_alone.median));
     BenchPoint p;
     p.numbers.push_back({"bytes", double(bytes)});
     add_timing(p, "h2d_", th);
     add_timing(p, other_name + "_", to);
     p.numbers.push_back({"h2d_bytes_per_s", double(bytes) / th.median});
     p.numbers.push_back({other_name + "_bytes_per_s", double(bytes) / to.median});
+    p.numbers.push_back({"h2d_alone_time_s_median", h_alone.median});
+    p.numbers.push_back({other_name + "_alone_time_s_median", o_alone.median});
     r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+/// copy-cap (issue 8): a paced H2D (enqueue_paced_copy, the executor's rate-capped path) at each
+/// cap: the rate it achieves alone, and the slowdown of a proxy all-to-all (both modes) while
+/// capped copies run throughout, with the capped copy's rate meanwhile.
+BenchResult copy_cap(Env& env) {
+  BenchResult r;
+  const int64_t bytes = std::min<int64_t>(env.cfg.max_bytes, 256ll << 20);
+  const int64_t sub = env.cfg.pace_sub_chunk_bytes;
+  DeviceBuffer t0(2 * sizeof(uint64_t));
+  uint64_t* t0a = t0.as<uint64_t>();
+  uint64_t* t0b = t0a + 1;
+  int parity = 0;
+  for (ProxyMode mode : {ProxyMode::kernel, ProxyMode::copy_engine}) {
+    const std::string mode_name = mode == ProxyMode::kernel ? "kernel" : "copy-engine";
+    auto a2a_a = [&] { proxy_all_to_all(env, mode, bytes, env.a.get(), env.c.get(), parity); };
+    auto a2a_b = [&] { proxy_all_to_all(env, mode, bytes, env.b.get(), env.c.get(), parity); };
+    const Timing a2a_alone = env.time(env.a.get(), a2a_a);
+    for (double cap : env.cfg.copy_caps_bytes_per_s) {
+      auto paced = [&](cudaStream_t s, uint64_t* mark) {
+        enqueue_paced_copy(env.dev_a.get(), env.host_a.get(), bytes, cudaMemcpyHostToDevice, cap, sub, mark, s);
+      };
+      const cudaStream_t ps = env.paced.get();
+      const Timing alone = env.time(ps, [&] { paced(ps, t0a); });
+      // A background that cannot outlast the measured body means the measured one is starved
+      // (copy-engine mode: the paced sub-chunks queue behind every all-to-all copy already
+      // submitted to the same engine); the point then records the starvation instead of a time.
+      std::optional<Timing> a2a_with, h2d_with;
+      try {
+        a2a_with = env.time_with_background(env.a.get(), a2a_a, ps, [&] { paced(ps, t0b); },
+                                            cover(a2a_alone.median, alone.median));
+      } catch (const std::runtime_error&) {
+        CF_CUDA(cudaDeviceSynchronize());
+      }
+      try {
+        h2d_with = env.time_with_background(ps, [&] { paced(ps, t0a); }, env.b.get(), a2a_b,
+                                            cover(alone.median, a2a_alone.median));
+      } catch (const std::runtime_error&) {
+        CF_CUDA(cudaDeviceSynchronize());
+      }
+      BenchPoint p;
+      p.labels = {{"collective_mode", mode_name}};
+      p.numbers = {{"cap_bytes_per_s", cap}, {"bytes", double(bytes)}, {"sub_chunk_bytes", double(sub)}};
+      add_timing(p, "", alone);
+      p.numbers.push_back({"achieved_bytes_per_s", double(bytes) / alone.median});
+      p.numbers.push_back({"achieved_over_cap", cap > 0 ? double(bytes) / alone.median / cap : 0.0});
+      p.numbers.push_back({"collective_bytes", double(bytes)});
+      p.numbers.push_back({"collective_alone_time_s_median", a2a_alone.median});
+      p.numbers.push_back({"collective_starved", a2a_with ? 0.0 : 1.0});
+      if (a2a_with) {
+        add_timing(p, "collective_", *a2a_with);
+        p.numbers.push_back({"collective_slowdown", a2a_with->median / a2a_alone.median - 1.0});
+      }
+      p.numbers.push_back({"h2d_with_collective_starved", h2d_with ? 0.0 : 1.0});
+      if (h2d_with) {
+        add_timing(p, "h2d_with_collective_", *h2d_with);
+        p.numbers.push_back({"h2d_with_collective_bytes_per_s", double(bytes) / h2d_with->median});
+      }
+      r.points.push_back(std::move(p));
+    }
   }
   return r;
 }
@@ -231,12 +311,21 @@ BenchResult compute_with(Env& env, const std::string& what) {
     DeviceBuffer y(size_t(g.m * g.n) * 2);
     auto run_gemm = [&] { gemm_bf16(h.get(), x.as<bf16>(), w.as<bf16>(), y.as<bf16>(), g.m, g.k, g.n); };
     const Timing alone = env.time(env.a.get(), run_gemm);
-    const auto [with, transfer] = env.time_pair(env.a.get(), run_gemm, env.b.get(), [&] {
+    auto transfer_on = [&](cudaStream_t s) {
       if (what == "h2d")
-        CF_CUDA(cudaMemcpyAsync(env.dev_b.get(), env.host_b.get(), size_t(bytes), cudaMemcpyHostToDevice, env.b.get()));
+        CF_CUDA(cudaMemcpyAsync(env.dev_b.get(), env.host_b.get(), size_t(bytes), cudaMemcpyHostToDevice, s));
       else
-        proxy_all_to_all(env, ProxyMode::kernel, bytes, env.b.get(), env.c.get(), parity);
-    });
+        proxy_all_to_all(env, ProxyMode::kernel, bytes, s, env.c.get(), parity);
+    };
+    CF_CUBLAS(cublasSetStream(h.get(), env.b.get()));
+    auto gemm_b = [&] { run_gemm(); };
+    // The transfer alone, then each one timed while the other repeats throughout.
+    const Timing transfer_alone = env.time(env.a.get(), [&] { transfer_on(env.a.get()); });
+    const Timing transfer = env.time_with_background(env.a.get(), [&] { transfer_on(env.a.get()); }, env.b.get(), gemm_b,
+                                                     cover(transfer_alone.median, alone.median));
+    CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
+    const Timing with = env.time_with_background(env.a.get(), run_gemm, env.b.get(), [&] { transfer_on(env.b.get()); },
+                                                 cover(alone.median, transfer_alone.median));
     BenchPoint p;
     p.labels = {{"model", g.model}, {"block_kind", g.block_kind}, {"linear", g.linear}};
     p.numbers = {{"m", double(g.m)}, {"k", double(g.k)}, {"n", double(g.n)},
@@ -418,6 +507,8 @@ std::vector<Entry> entries() {
            proxy_all_to_all(e, ProxyMode::copy_engine, bytes, s, e.c.get(), parity);
          });
        }},
+      {"copy_cap", "rate-capped (paced) H2D: achieved rate per cap, and the slowdown of a proxy all-to-all beside it", never,
+       [](Env& e) { return copy_cap(e); }},
       {"compute_with_h2d", "GEMM time alone and while a max-size H2D copy runs on another stream", never,
        [](Env& e) { return compute_with(e, "h2d"); }},
       {"compute_with_collective", "GEMM time alone and while a max-size kernel-mode proxy all-to-all runs", never,

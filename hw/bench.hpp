@@ -48,6 +48,9 @@ struct BenchConfig {
   std::vector<BenchAttention> attentions;
   int64_t attention_tile_bytes = 256ll << 20;
   std::vector<std::string> only;       ///< keys to run (empty: all)
+  /// copy_cap: the caps to pace an H2D copy to, in bytes/s (0 = no cap).
+  std::vector<double> copy_caps_bytes_per_s{0, 5e9, 10e9, 20e9, 30e9, 40e9, 50e9};
+  int64_t pace_sub_chunk_bytes = 1ll << 20;  ///< copy_cap: sub-chunk of the paced copy
 };
 
 /// Keys and descriptions of every measurement, in run order.

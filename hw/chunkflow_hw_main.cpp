@@ -1,9 +1,13 @@
 // chunkflow-hw: runs a scenario's StepPlan on real GPUs, checks offloaded against no-offload
 // activations bit for bit, and runs the calibration microbenchmarks (hw/README.md).
 //
-// Exit codes: 0 success, 1 failure (CUDA error, check mismatch), 2 input error, 3 no CUDA device.
+// Exit codes: 0 success, 1 failure (CUDA error, check mismatch), 2 input error, 3 no CUDA device,
+// 4 a run aborted (CUDA/NCCL error while running, or past --deadline-s; communicators aborted).
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -30,6 +34,8 @@ using ojson = nlohmann::ordered_json;
 struct Common {
   ScenarioOptions scenario;
   std::string collective = "kernel";
+  std::string launch = "graph";
+  double deadline_s = 300;
   uint64_t seed = 1;
   std::string output;  ///< summary JSON file
   bool json = false;   ///< summary JSON on stdout instead of the table
@@ -39,6 +45,18 @@ ProxyMode proxy_mode(const std::string& s) {
   if (s == "kernel") return ProxyMode::kernel;
   if (s == "copy-engine") return ProxyMode::copy_engine;
   throw InputError("", "--collective", "expected kernel or copy-engine, got \"" + s + "\"");
+}
+
+ExecutorOptions executor_options(const Common& o) {
+  ExecutorOptions eo;
+  eo.seed = o.seed;
+  eo.proxy_mode = proxy_mode(o.collective);
+  if (o.launch == "graph") eo.launch = LaunchMode::graph;
+  else if (o.launch == "direct") eo.launch = LaunchMode::direct;
+  else throw InputError("", "--launch", "expected graph or direct, got \"" + o.launch + "\"");
+  if (!(o.deadline_s > 0)) throw InputError("", "--deadline-s", "expected a number of seconds > 0");
+  eo.run_deadline_s = o.deadline_s;
+  return eo;
 }
 
 std::string hex64(uint64_t x) {
@@ -93,7 +111,9 @@ ojson memory_json(const MemoryReport& m, int rank) {
                {"workspace_bytes", m.workspace_bytes},
                {"allocated_bytes", m.allocated_bytes},
                {"device_used_bytes", m.device_used_bytes},
-               {"host_pinned_bytes", m.host_pinned_bytes}};
+               {"peak_memory_bytes", m.peak_memory_bytes},
+               {"host_pinned_bytes", m.host_pinned_bytes},
+               {"host_numa_node", m.host_numa_node}};
 }
 
 /// The summary keys of a StepSummary, in the simulator's names.
@@ -119,9 +139,7 @@ Context full_context(int argc, const char* const* argv, int ranks, const Scenari
 int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, int argc, const char* const* argv) {
   if (repeat < 1) throw InputError("", "--repeat", "expected ≥ 1, got " + std::to_string(repeat));
   if (warmup < 0) throw InputError("", "--warmup", "expected ≥ 0, got " + std::to_string(warmup));
-  ExecutorOptions eo;
-  eo.seed = o.seed;
-  eo.proxy_mode = proxy_mode(o.collective);
+  const ExecutorOptions eo = executor_options(o);
   const Scenario sc = resolve_scenario(o.scenario);
   const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
   validate(plan);  // before execution, as the simulator does
@@ -131,15 +149,20 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
   Executor ex(program, eo);
   ctx["collective_backend"] = ex.collective_backend();
   ctx["seed"] = std::to_string(o.seed);
+  ctx["launch"] = o.launch;
   for (int i = 0; i < warmup; ++i) (void)ex.run();
+  std::vector<RunTiming> timings;
+  bool latch_timed_out = false;
+  for (int i = 0; i < repeat; ++i) {
+    timings.push_back(ex.run());
+    latch_timed_out |= timings.back().latch_timed_out;
+  }
+  // Memory after every run: the measured peak includes NCCL's and the graph's lazy allocations.
   std::vector<MemoryReport> memory;
   for (int r = 0; r < program.ranks; ++r) memory.push_back(ex.memory(r));
   std::vector<Timeline> timelines;
   std::vector<StepSummary> summaries;
-  bool latch_timed_out = false;
-  for (int i = 0; i < repeat; ++i) {
-    const RunTiming t = ex.run();
-    latch_timed_out |= t.latch_timed_out;
+  for (const auto& t : timings) {
     timelines.push_back(make_timeline(program, t, memory, ctx));
     summaries.push_back(summarize(timelines.back()));
   }
@@ -175,6 +198,20 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
   ojson mem = ojson::array();
   for (int r = 0; r < program.ranks; ++r) mem.push_back(memory_json(memory[size_t(r)], r));
   j["memory"] = mem;
+  int64_t allocated = 0;
+  for (const auto& m : memory) allocated = std::max(allocated, m.allocated_bytes);
+  j["allocated_bytes"] = allocated;  // the harness' own cudaMallocs (peak_memory_bytes is measured)
+  // Collective waits (barrier − arrival) of the median run, per rank: time a rank's comm stream
+  // stood at a collective before the last peer arrived (not counted in collective_time_s).
+  ojson waits = ojson::array();
+  for (int r = 0; r < program.ranks; ++r) {
+    double wait = 0;
+    for (const auto& op : program.ops)
+      if (op.rank == r) wait += timings[median_run].ops[size_t(op.id)].wait_s;
+    waits.push_back({{"rank", r}, {"collective_wait_s", wait}});
+  }
+  j["collective_wait"] = waits;
+  j["launch"] = o.launch;
   j["latch_timed_out"] = latch_timed_out;
   ojson fa = ojson::array();
   for (size_t r = 0; r < activation.size(); ++r)
@@ -205,9 +242,7 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
 
 int cmd_check(const Common& o, int repeat, int argc, const char* const* argv) {
   if (repeat < 1) throw InputError("", "--repeat", "expected ≥ 1, got " + std::to_string(repeat));
-  ExecutorOptions eo;
-  eo.seed = o.seed;
-  eo.proxy_mode = proxy_mode(o.collective);
+  const ExecutorOptions eo = executor_options(o);
   const Scenario sc = resolve_scenario(o.scenario);
   Scenario base = sc;
   base.policy.policy = "no-offload";
@@ -273,8 +308,8 @@ int cmd_check(const Common& o, int repeat, int argc, const char* const* argv) {
 }
 
 int cmd_bench(const ScenarioOptions& so, const std::string& output, bool json, int warmup, int repeat, double max_mib,
-              const std::vector<std::string>& only, std::vector<int64_t> tokens, bool list, int argc,
-              const char* const* argv) {
+              const std::vector<std::string>& only, std::vector<int64_t> tokens,
+              const std::vector<double>& caps_gb_per_s, bool list, int argc, const char* const* argv) {
   if (list) {
     for (const auto& [k, d] : bench_registry()) std::printf("%-32s %s\n", k.c_str(), d.c_str());
     return 0;
@@ -287,6 +322,13 @@ int cmd_bench(const ScenarioOptions& so, const std::string& output, bool json, i
   cfg.max_bytes = int64_t(max_mib * 1024 * 1024);
   cfg.ulysses_degree = std::max(2, sc.workload.ulysses_degree);
   cfg.only = only;
+  if (!caps_gb_per_s.empty()) {
+    cfg.copy_caps_bytes_per_s.clear();
+    for (double c : caps_gb_per_s) {
+      if (!(c >= 0) || !std::isfinite(c)) throw InputError("", "--caps-gb-per-s", "expected numbers ≥ 0 (GB/s), got " + std::to_string(c));
+      cfg.copy_caps_bytes_per_s.push_back(c * 1e9);
+    }
+  }
   const DitArchitecture& arch = architecture(sc.workload.model);
   const ForwardCost cost = forward_cost(sc.workload);
   // GEMM shapes: every distinct (k, n) of every block kind at the token counts asked for plus the
@@ -317,7 +359,8 @@ int cmd_bench(const ScenarioOptions& so, const std::string& output, bool json, i
   ojson j;
   j["context"] = context_json(ctx);
   j["settings"] = {{"warmup", warmup}, {"repeat", repeat}, {"min_bytes", cfg.min_bytes}, {"max_bytes", cfg.max_bytes},
-                   {"ulysses_degree", cfg.ulysses_degree}, {"attention_tile_bytes", cfg.attention_tile_bytes}};
+                   {"ulysses_degree", cfg.ulysses_degree}, {"attention_tile_bytes", cfg.attention_tile_bytes},
+                   {"copy_caps_bytes_per_s", cfg.copy_caps_bytes_per_s}, {"pace_sub_chunk_bytes", cfg.pace_sub_chunk_bytes}};
   ojson ms = ojson::array();
   for (const auto& r : results) {
     ojson m;
@@ -366,6 +409,8 @@ int main(int argc, char** argv) {
   run->add_option("--repeat", repeat, "Measured runs of the whole plan (median, min, max)")->capture_default_str();
   run->add_option("--collective", run_o.collective, "pcie-proxy mode on one GPU: kernel | copy-engine")->capture_default_str();
   run->add_option("--seed", run_o.seed, "Seed of weights and hidden state")->capture_default_str();
+  run->add_option("--launch", run_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch)")->capture_default_str();
+  run->add_option("--deadline-s", run_o.deadline_s, "Abort a run (exit 4) not finished after this many seconds")->capture_default_str();
 
   auto* check = app.add_subcommand("check", "Compare the final activation with the no-offload run, bit for bit");
   add_scenario_options(*check, check_o.scenario, true, true);
@@ -374,6 +419,8 @@ int main(int argc, char** argv) {
   check->add_option("--repeat", check_repeat, "Offloaded runs compared")->capture_default_str();
   check->add_option("--collective", check_o.collective, "pcie-proxy mode: kernel | copy-engine")->capture_default_str();
   check->add_option("--seed", check_o.seed, "Seed of weights and hidden state")->capture_default_str();
+  check->add_option("--launch", check_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch)")->capture_default_str();
+  check->add_option("--deadline-s", check_o.deadline_s, "Abort a run (exit 4) not finished after this many seconds")->capture_default_str();
 
   ScenarioOptions bench_so;
   std::string bench_output;
@@ -388,6 +435,10 @@ int main(int argc, char** argv) {
   bench->add_flag("--json", bench_json, "Print the JSON instead of the table");
   bench->add_flag("--list", bench_list, "List the measurements and exit");
   bench->add_option("--only", only, "Run only these measurement keys");
+  std::vector<std::string> bench_keys;
+  bench->add_option("keys", bench_keys, "Measurements to run, as keys or with dashes (e.g. copy-cap); none: all");
+  std::vector<double> copy_caps_gbps;
+  bench->add_option("--caps-gb-per-s", copy_caps_gbps, "copy-cap: caps in GB/s (10^9 bytes/s; 0 = no cap)");
   bench->add_option("--warmup", bench_warmup, "Untimed repetitions per point")->capture_default_str();
   bench->add_option("--repeat", bench_repeat, "Timed repetitions per point")->capture_default_str();
   bench->add_option("--max-mib", max_mib, "Largest transfer in MiB")->capture_default_str();
@@ -402,15 +453,25 @@ int main(int argc, char** argv) {
   try {
     if (*run) return cmd_run(run_o, trace, warmup, repeat, argc, argv);
     if (*check) return cmd_check(check_o, check_repeat, argc, argv);
-    if (*bench)
-      return cmd_bench(bench_so, bench_output, bench_json, bench_warmup, bench_repeat, max_mib, only, tokens, bench_list,
-                       argc, argv);
+    if (*bench) {
+      for (std::string k : bench_keys) {
+        std::replace(k.begin(), k.end(), '-', '_');
+        only.push_back(k);
+      }
+      return cmd_bench(bench_so, bench_output, bench_json, bench_warmup, bench_repeat, max_mib, only, tokens,
+                       copy_caps_gbps, bench_list, argc, argv);
+    }
   } catch (const InputError& e) {
     std::fprintf(stderr, "chunkflow-hw: error: %s\n", e.what());
     return 2;
   } catch (const NoDeviceError& e) {
     std::fprintf(stderr, "chunkflow-hw: error: %s\n", e.what());
     return 3;
+  } catch (const RunAbortedError& e) {
+    // The devices may still hold work that never ends: leave without running destructors.
+    std::fprintf(stderr, "chunkflow-hw: run aborted: %s\n", e.what());
+    std::fflush(stderr);
+    std::_Exit(4);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chunkflow-hw: error: %s\n", e.what());
     return 1;

@@ -32,6 +32,15 @@ void check_nccl(ncclResult_t r, const char* call, const char* file, int line);
 class Stream {
  public:
   Stream() { CF_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  /// A stream of the device's highest priority: its kernels' blocks are scheduled before those of
+  /// normal streams as SMs free up. The paced copies' one-thread wait kernels run on such streams so
+  /// that a GEMM or proxy kernel filling every SM cannot starve the pacing.
+  struct HighestPriority {};
+  explicit Stream(HighestPriority) {
+    int least = 0, greatest = 0;
+    CF_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CF_CUDA(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, greatest));
+  }
   ~Stream() { if (s_) (void)cudaStreamDestroy(s_); }
   Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
   Stream& operator=(Stream&& o) noexcept { std::swap(s_, o.s_); return *this; }
@@ -136,6 +145,8 @@ class NcclComm {
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
   ncclComm_t get() const { return c_; }
+  /// Forgets the communicator without ncclCommDestroy (after ncclCommAbort has freed it).
+  ncclComm_t release_without_destroy() { return std::exchange(c_, nullptr); }
 
  private:
   ncclComm_t c_ = nullptr;

@@ -1,9 +1,18 @@
 // The CUDA executor of a hw::Program (see executor.hpp and hw/README.md "How a plan runs").
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <fstream>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "hw/cuda_util.cuh"
@@ -20,6 +29,78 @@ constexpr float kResidualScale = 0.5f;  ///< h += 0.5·output for every compute 
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+/// NUMA node of a CUDA device from /sys/bus/pci/devices/<bus id>/numa_node; −1 when unknown.
+int device_numa_node(int device) {
+  char bus[32] = {0};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return -1;
+  std::string id(bus);
+  for (auto& c : id) c = char(std::tolower(static_cast<unsigned char>(c)));
+  // cudaDeviceGetPCIBusId gives an 8-digit domain ("00000000:00:06.0"); sysfs uses 4 ("0000:00:06.0").
+  if (id.size() > 12 && id.find(':') == 8) id = id.substr(4);
+  std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
+  int node = -1;
+  if (!(f >> node)) return -1;
+  return node;
+}
+
+/// CPUs of a NUMA node (/sys/devices/system/node/node<N>/cpulist, "0-15,32-47"); empty when unknown.
+std::vector<int> numa_node_cpus(int node) {
+  std::vector<int> cpus;
+  std::ifstream f("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+  std::string list;
+  if (node < 0 || !(f >> list)) return cpus;
+  std::stringstream ss(list);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    const auto dash = part.find('-');
+    try {
+      const int a = std::stoi(part.substr(0, dash));
+      const int b = dash == std::string::npos ? a : std::stoi(part.substr(dash + 1));
+      for (int c = a; c <= b; ++c) cpus.push_back(c);
+    } catch (...) {
+      return {};
+    }
+  }
+  return cpus;
+}
+
+/// Runs `work` on a thread bound to the CPUs of NUMA node `node` (unbound when unknown), so that
+/// the pages it pins and touches first (cudaHostAlloc, the weight fill, whose threads inherit the
+/// binding) are allocated on that node (Linux first-touch policy; H9 of the code review).
+void on_numa_node(int node, const std::function<void()>& work) {
+  std::exception_ptr error;
+  std::thread t([&] {
+    try {
+      const auto cpus = numa_node_cpus(node);
+      if (!cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : cpus)
+          if (c < CPU_SETSIZE) CPU_SET(c, &set);
+        (void)sched_setaffinity(0, sizeof set, &set);  // best effort: an unbound thread still works
+      }
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+/// Graph and executable graph of one rank's run (move-only RAII).
+struct GraphHandle {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GraphHandle() = default;
+  GraphHandle(const GraphHandle&) = delete;
+  GraphHandle& operator=(const GraphHandle&) = delete;
+  ~GraphHandle() {
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    if (graph) (void)cudaGraphDestroy(graph);
+  }
+};
+
 }  // namespace
 
 struct Executor::Impl {
@@ -33,8 +114,14 @@ struct Executor::Impl {
     DeviceBuffer send[kTensorCount], recv[kTensorCount];
     AttentionTile tile_ws;
     NcclComm nccl;
-    std::optional<Event> common_start, fork, join;
-    std::vector<Event> start, end;  ///< per local op
+    std::optional<Event> common_start, fork, join, finished;
+    std::vector<Event> start, end;  ///< per local op: timing (recorded as external graph nodes)
+    std::vector<Event> done;        ///< per local op: cross-lane dependency (no timing)
+    DeviceBuffer pace_t0;           ///< one uint64 per local op: the start mark of a paced H2D
+    DeviceBuffer barrier;           ///< one float: the NCCL all-reduce that aligns the ranks' clocks
+    std::unique_ptr<GraphHandle> graph;
+    int host_weights = 0;           ///< index into Impl::host_weights
+    size_t free_before = 0;         ///< cudaMemGetInfo free bytes before setup
     std::vector<int> local;         ///< op id → index into start/end, −1 for other ranks' ops
     std::vector<int> ops;           ///< this rank's op ids in enqueue order
     PinnedBuffer latch_status;      ///< mapped int: 1 when the latch timed out
@@ -46,11 +133,20 @@ struct Executor::Impl {
 
   Program program;
   ExecutorOptions options;
-  PinnedBuffer host_weights;
+  std::vector<PinnedBuffer> host_weights;  ///< one per NUMA node that holds a rank's GPU
   PinnedBuffer latch_flag;  ///< mapped int the host sets once every rank is enqueued
   PinnedBuffer stage[2];    ///< pcie-proxy host staging (mapped), alternating per all-to-all
   std::vector<Rank> ranks;
   bool has_collectives = false;
+  bool poisoned = false;  ///< a run was aborted: the devices may still hold work; release nothing
+
+  bool nccl() const { return has_collectives && !program.proxy; }
+  void sample_memory(Rank& r) {
+    use_device(r.device);
+    size_t free_now = 0, total = 0;
+    CF_CUDA(cudaMemGetInfo(&free_now, &total));
+    r.memory.peak_memory_bytes = std::max(r.memory.peak_memory_bytes, int64_t(r.free_before) - int64_t(free_now));
+  }
 
   DeviceBuffer alloc(Rank& r, int64_t bytes, int64_t MemoryReport::*bucket) {
     DeviceBuffer b(size_t(std::max<int64_t>(bytes, 0)));
@@ -60,7 +156,18 @@ struct Executor::Impl {
   }
 
   void setup_rank(int index);
+  /// Enqueues one whole run of rank `index` on its streams (captured into its graph when
+  /// options.launch is graph, where `timing_record` records events as external graph nodes).
   void enqueue(int index);
+  void capture(int index);
+  void record_timing(Event& e, cudaStream_t s) const {
+    CF_CUDA(options.launch == LaunchMode::graph ? cudaEventRecordWithFlags(e.get(), s, cudaEventRecordExternal)
+                                                : cudaEventRecord(e.get(), s));
+  }
+  /// Waits for every rank's `finished` event by polling; on an error or past the deadline aborts
+  /// every communicator, poisons the executor and throws RunAbortedError.
+  void wait_all(std::chrono::steady_clock::time_point deadline);
+  [[noreturn]] void abort_run(int rank, const std::string& why);
   void op_linear(Rank& r, const OpProgram& op, int& ring, const bf16*& last, int64_t& last_elems,
                  std::array<int64_t, 3>& ring_elems);
   void op_attention(Rank& r, const OpProgram& op, int ring, const bf16*& last, int64_t& last_elems,
@@ -74,23 +181,25 @@ void Executor::Impl::setup_rank(int index) {
   r.device = index;
   use_device(r.device);
   CF_CUDA(cudaFree(nullptr));  // create the context before measuring free memory
-  size_t free_before = 0, total = 0;
-  CF_CUDA(cudaMemGetInfo(&free_before, &total));
+  size_t total = 0;
+  CF_CUDA(cudaMemGetInfo(&r.free_before, &total));
   r.compute.emplace();
-  r.h2d.emplace();
+  r.h2d.emplace(Stream::HighestPriority{});  // paced copies' wait kernels must not starve behind GEMMs
   r.comm.emplace();
   r.comm_aux.emplace();
   r.cublas.emplace();
   r.common_start.emplace();
   r.fork.emplace(cudaEventDisableTiming);
   r.join.emplace(cudaEventDisableTiming);
+  r.finished.emplace(cudaEventDisableTiming);
   const Program& p = program;
+  const std::byte* weights = host_weights[size_t(r.host_weights)].get();
 
   // Weights: the resident prefix of every block, copied once; the slot pool; non-block weights.
   r.resident = alloc(r, p.resident_arena_bytes, &MemoryReport::resident_weight_bytes);
   for (size_t b = 0; b < p.block_bytes.size(); ++b)
     if (p.block_resident_bytes[b] > 0)
-      CF_CUDA(cudaMemcpy(r.resident.get() + p.block_resident_offset[b], host_weights.get() + p.block_host_offset[b],
+      CF_CUDA(cudaMemcpy(r.resident.get() + p.block_resident_offset[b], weights + p.block_host_offset[b],
                          size_t(p.block_resident_bytes[b]), cudaMemcpyHostToDevice));
   r.non_block = alloc(r, p.non_block_weight_bytes, &MemoryReport::resident_weight_bytes);
   if (r.non_block.bytes()) CF_CUDA(cudaMemset(r.non_block.get(), 0, r.non_block.bytes()));
@@ -146,19 +255,21 @@ void Executor::Impl::setup_rank(int index) {
     }
   r.start.reserve(r.ops.size());
   r.end.reserve(r.ops.size());
+  r.done.reserve(r.ops.size());
   for (size_t i = 0; i < r.ops.size(); ++i) {
     r.start.emplace_back();
     r.end.emplace_back();
+    r.done.emplace_back(cudaEventDisableTiming);
   }
+  r.pace_t0 = alloc(r, int64_t(std::max<size_t>(r.ops.size(), 1) * sizeof(uint64_t)), &MemoryReport::workspace_bytes);
+  r.barrier = alloc(r, int64_t(sizeof(float)), &MemoryReport::workspace_bytes);
+  CF_CUDA(cudaMemset(r.barrier.get(), 0, r.barrier.bytes()));
   r.latch_status = PinnedBuffer(sizeof(int), cudaHostAllocMapped);
   r.latch_status_device = reinterpret_cast<int*>(r.latch_status.device_pointer());
   r.latch_flag_device = reinterpret_cast<const int*>(latch_flag.device_pointer());
   for (int s = 0; s < 2; ++s) r.stage_device[s] = stage[s].bytes() ? stage[s].device_pointer() : nullptr;
 
   CF_CUDA(cudaDeviceSynchronize());
-  size_t free_after = 0;
-  CF_CUDA(cudaMemGetInfo(&free_after, &total));
-  r.memory.device_used_bytes = int64_t(free_before) - int64_t(free_after);
 }
 
 Executor::Executor(const Program& program, const ExecutorOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -172,27 +283,59 @@ Executor::Executor(const Program& program, const ExecutorOptions& options) : imp
     throw std::invalid_argument("NCCL all-to-alls need one rank per Ulysses peer: ranks " + std::to_string(p.ranks) +
                                 " ≠ P " + std::to_string(p.ulysses_degree));
   use_device(0);
-  m.host_weights = PinnedBuffer(size_t(p.host_weight_bytes), cudaHostAllocDefault);
-  fill_weights(p, options.seed, m.host_weights.get(), options.host_threads);
+  // Pinned weights on each GPU's NUMA node: one copy per node that holds a rank's GPU.
+  m.ranks.resize(size_t(p.ranks));
+  std::map<int, int> copy_of_node;
+  for (int r = 0; r < p.ranks; ++r) {
+    const int node = device_numa_node(r);
+    auto [it, fresh] = copy_of_node.try_emplace(node, int(m.host_weights.size()));
+    if (fresh) {
+      m.host_weights.emplace_back();
+      PinnedBuffer& buffer = m.host_weights.back();
+      on_numa_node(node, [&] {
+        use_device(r);
+        buffer = PinnedBuffer(size_t(p.host_weight_bytes), cudaHostAllocDefault);
+        fill_weights(p, options.seed, buffer.get(), options.host_threads);
+      });
+    }
+    m.ranks[size_t(r)].host_weights = it->second;
+    m.ranks[size_t(r)].memory.host_numa_node = node;
+  }
+  use_device(0);
   m.latch_flag = PinnedBuffer(sizeof(int), cudaHostAllocMapped);
   int64_t stage_bytes = 0;
   for (int64_t b : p.max_a2a_bytes) stage_bytes = std::max(stage_bytes, b);
   if (p.proxy && stage_bytes > 0)
     for (auto& s : m.stage) s = PinnedBuffer(size_t(stage_bytes), cudaHostAllocMapped);
-  m.ranks.resize(size_t(p.ranks));
   for (int r = 0; r < p.ranks; ++r) m.setup_rank(r);
-  for (auto& r : m.ranks) r.memory.host_pinned_bytes = int64_t(m.host_weights.bytes() + 2 * m.stage[0].bytes());
-  if (m.has_collectives && !p.proxy) {
+  for (auto& r : m.ranks)
+    r.memory.host_pinned_bytes = int64_t(m.host_weights[size_t(r.host_weights)].bytes() + 2 * m.stage[0].bytes());
+  if (m.nccl()) {
     std::vector<ncclComm_t> comms(static_cast<size_t>(p.ranks));
     std::vector<int> devs(static_cast<size_t>(p.ranks));
     for (int r = 0; r < p.ranks; ++r) devs[size_t(r)] = r;
     CF_NCCL(ncclCommInitAll(comms.data(), p.ranks, devs.data()));
     for (int r = 0; r < p.ranks; ++r) m.ranks[size_t(r)].nccl = NcclComm(comms[size_t(r)]);
   }
+  // Device memory in use after setup, NCCL's communicators included (H8 of the code review).
+  for (auto& r : m.ranks) {
+    use_device(r.device);
+    CF_CUDA(cudaDeviceSynchronize());
+    size_t free_now = 0, total = 0;
+    CF_CUDA(cudaMemGetInfo(&free_now, &total));
+    r.memory.device_used_bytes = int64_t(r.free_before) - int64_t(free_now);
+    r.memory.peak_memory_bytes = r.memory.device_used_bytes;
+  }
 }
 
 Executor::~Executor() {
   if (!impl_) return;
+  if (impl_->poisoned) {
+    // An aborted run may have left work on the devices (a kernel that never returns); releasing
+    // streams, events or memory could block on it. The process is about to report and exit.
+    (void)impl_.release();
+    return;
+  }
   // Release each rank's handles with its own device current (streams, events and NCCL
   // communicators belong to a device); errors while releasing are ignored.
   while (!impl_->ranks.empty()) {
@@ -308,7 +451,7 @@ void Executor::Impl::enqueue(int index) {
   use_device(r.device);
   const Program& p = program;
   const cudaStream_t cs = r.compute->get();
-  // Reset everything a run reads before writing (untimed, before the latch).
+  // Reset everything a run reads before writing (untimed, before the start event).
   CF_CUDA(cudaMemcpyAsync(r.hidden.get(), r.hidden0.get(), r.hidden.bytes(), cudaMemcpyDeviceToDevice, cs));
   for (DeviceBuffer* b : {&r.y[0], &r.y[1], &r.y[2], &r.x, &r.attn_o})
     if (b->bytes()) CF_CUDA(cudaMemsetAsync(b->get(), 0, b->bytes(), cs));
@@ -316,11 +459,25 @@ void Executor::Impl::enqueue(int index) {
     if (r.send[t].bytes()) CF_CUDA(cudaMemsetAsync(r.send[t].get(), 0, r.send[t].bytes(), cs));
     if (r.recv[t].bytes()) CF_CUDA(cudaMemsetAsync(r.recv[t].get(), 0, r.recv[t].bytes(), cs));
   }
-  *static_cast<volatile int*>(static_cast<void*>(r.latch_status.get())) = 0;
-  launch_spin_latch(r.latch_flag_device, uint64_t(options.latch_timeout_s * 1e9), r.latch_status_device, cs);
-  r.common_start->record(cs);
-  for (const Stream* st : {&*r.h2d, &*r.comm, &*r.comm_aux})
-    CF_CUDA(cudaStreamWaitEvent(st->get(), r.common_start->get(), 0));
+  if (options.launch == LaunchMode::direct) {
+    *static_cast<volatile int*>(static_cast<void*>(r.latch_status.get())) = 0;
+    launch_spin_latch(r.latch_flag_device, uint64_t(options.latch_timeout_s * 1e9), r.latch_status_device, cs);
+  }
+  // Every stream of the rank starts behind the start event. With NCCL, the start follows an
+  // all-reduce of one float on the comm stream: every rank leaves it at about the same instant,
+  // which puts the ranks' clocks on one zero (the barrier's skew is NCCL's latency, a few µs).
+  r.fork->record(cs);
+  for (const Stream* st : {&*r.h2d, &*r.comm, &*r.comm_aux}) CF_CUDA(cudaStreamWaitEvent(st->get(), r.fork->get(), 0));
+  cudaStream_t start_stream = cs;
+  if (nccl()) {
+    start_stream = r.comm->get();
+    CF_NCCL(ncclAllReduce(r.barrier.get(), r.barrier.get(), 1, ncclFloat, ncclSum, r.nccl.get(), start_stream));
+  }
+  record_timing(*r.common_start, start_stream);
+  if (start_stream != cs) {
+    r.fork->record(start_stream);
+    for (const Stream* st : {&*r.compute, &*r.h2d, &*r.comm_aux}) CF_CUDA(cudaStreamWaitEvent(st->get(), r.fork->get(), 0));
+  }
 
   int ring = 0, parity = 0;
   std::array<int64_t, 3> ring_elems{1, 1, 1};
@@ -329,67 +486,201 @@ void Executor::Impl::enqueue(int index) {
   for (int id : r.ops) {
     const OpProgram& op = p.ops[size_t(id)];
     const cudaStream_t s = op.lane == Lane::compute ? cs : op.lane == Lane::h2d ? r.h2d->get() : r.comm->get();
-    for (int dep : op.waits) CF_CUDA(cudaStreamWaitEvent(s, r.end[size_t(r.local[size_t(dep)])].get(), 0));
+    for (int dep : op.waits) CF_CUDA(cudaStreamWaitEvent(s, r.done[size_t(r.local[size_t(dep)])].get(), 0));
     const int li = r.local[size_t(id)];
-    r.start[size_t(li)].record(s);
+    record_timing(r.start[size_t(li)], s);
     switch (op.work) {
       case Work::none: break;
       case Work::linear: op_linear(r, op, ring, last, last_elems, ring_elems); break;
       case Work::attention: op_attention(r, op, ring, last, last_elems, ring_elems); break;
       case Work::h2d:
-        CF_CUDA(cudaMemcpyAsync(r.slots.get() + op.device_offset, host_weights.get() + op.host_offset,
-                                size_t(op.h2d_bytes), cudaMemcpyHostToDevice, s));
+        enqueue_paced_copy(r.slots.get() + op.device_offset, host_weights[size_t(r.host_weights)].get() + op.host_offset,
+                           op.h2d_bytes, cudaMemcpyHostToDevice, op.rate_cap_bytes_per_s,
+                           options.pace_sub_chunk_bytes, r.pace_t0.as<uint64_t>() + li, s);
         break;
       case Work::all_to_all: op_all_to_all(r, op, parity); break;
     }
     if (op.lane == Lane::compute) packs(r, op, last, last_elems);
-    r.end[size_t(li)].record(s);
+    record_timing(r.end[size_t(li)], s);
+    r.done[size_t(li)].record(s);
+  }
+  // Join every stream back into the compute stream (a graph capture must end on its origin).
+  for (const Stream* st : {&*r.h2d, &*r.comm, &*r.comm_aux}) {
+    r.join->record(st->get());
+    CF_CUDA(cudaStreamWaitEvent(cs, r.join->get(), 0));
+  }
+}
+
+void Executor::Impl::capture(int index) {
+  Rank& r = ranks[size_t(index)];
+  use_device(r.device);
+  const cudaStream_t cs = r.compute->get();
+  auto handle = std::make_unique<GraphHandle>();
+  CF_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue(index);
+  } catch (...) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(cs, &partial);
+    if (partial) (void)cudaGraphDestroy(partial);
+    throw;
+  }
+  CF_CUDA(cudaStreamEndCapture(cs, &handle->graph));
+  CF_CUDA(cudaGraphInstantiate(&handle->exec, handle->graph, 0));
+  CF_CUDA(cudaGraphUpload(handle->exec, cs));
+  CF_CUDA(cudaStreamSynchronize(cs));  // before any run: nothing else is queued
+  r.graph = std::move(handle);
+}
+
+void Executor::Impl::abort_run(int rank, const std::string& why) {
+  poisoned = true;
+  for (auto& r : ranks)
+    if (r.nccl.get()) {
+      (void)ncclCommAbort(r.nccl.get());
+      (void)r.nccl.release_without_destroy();
+    }
+  // The first op of `rank` (in enqueue order) whose end had not been reached names where it stopped.
+  std::string where = "no op had started";
+  const Rank& rr = ranks.at(size_t(rank));
+  for (size_t i = 0; i < rr.ops.size(); ++i) {
+    const cudaError_t q = cudaEventQuery(rr.end[i].get());
+    if (q == cudaSuccess) continue;
+    const OpProgram& op = program.ops[size_t(rr.ops[i])];
+    where = "op " + std::to_string(op.id) + " (" + op.name + ") had not finished";
+    break;
+  }
+  throw RunAbortedError("rank " + std::to_string(rank) + " (device " + std::to_string(rr.device) + "): " + where +
+                        ": " + why + "; every NCCL communicator was aborted");
+}
+
+void Executor::Impl::wait_all(std::chrono::steady_clock::time_point deadline) {
+  std::vector<bool> finished(ranks.size(), false);
+  size_t remaining = ranks.size();
+  while (remaining > 0) {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (finished[i]) continue;
+      Rank& r = ranks[i];
+      (void)cudaSetDevice(r.device);
+      const cudaError_t q = cudaEventQuery(r.finished->get());
+      if (q == cudaSuccess) {
+        finished[i] = true;
+        --remaining;
+        continue;
+      }
+      if (q != cudaErrorNotReady)
+        abort_run(int(i), std::string("CUDA error ") + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")");
+      if (r.nccl.get()) {
+        ncclResult_t async = ncclSuccess;
+        const ncclResult_t got = ncclCommGetAsyncError(r.nccl.get(), &async);
+        if (got != ncclSuccess) async = got;
+        if (async != ncclSuccess && async != ncclInProgress)
+          abort_run(int(i), std::string("NCCL error ") + ncclGetErrorString(async) + " (" + ncclGetLastError(r.nccl.get()) + ")");
+      }
+    }
+    if (remaining == 0) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      for (size_t i = 0; i < ranks.size(); ++i)
+        if (!finished[i])
+          abort_run(int(i), "the run's deadline of " + std::to_string(options.run_deadline_s) +
+                                " s passed (a peer that never arrived, or a hung kernel)");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
 RunTiming Executor::run() {
   Impl& m = *impl_;
-  *static_cast<volatile int*>(static_cast<void*>(m.latch_flag.get())) = 0;
+  if (m.poisoned) throw RunAbortedError("a previous run was aborted; this executor cannot run again");
   // The proxy staging is read before it is written by the first all-to-all of a run: start every
   // run from zeros so that runs are deterministic (the devices are idle here).
   for (auto& s : m.stage)
     if (s.bytes()) std::memset(s.get(), 0, s.bytes());
   std::vector<std::exception_ptr> errors(m.ranks.size());
-  auto work = [&](int r) {
-    try {
-      m.enqueue(r);
-    } catch (...) {
-      errors[size_t(r)] = std::current_exception();
+  auto for_each_rank = [&](const std::function<void(int)>& f) {
+    auto work = [&](int r) {
+      try {
+        f(r);
+      } catch (...) {
+        errors[size_t(r)] = std::current_exception();
+      }
+    };
+    if (m.ranks.size() == 1) {
+      work(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (int r = 0; r < int(m.ranks.size()); ++r) threads.emplace_back(work, r);
+      for (auto& t : threads) t.join();
     }
   };
-  if (m.ranks.size() == 1) {
-    work(0);
+  auto launched_at = std::chrono::steady_clock::now();
+  if (m.options.launch == LaunchMode::graph) {
+    // Capture once (one host thread per rank: NCCL's grouped calls of each rank on its thread);
+    // nothing has been launched yet if a capture fails, so nothing can hang.
+    if (!m.ranks.front().graph) {
+      for_each_rank([&](int r) { m.capture(r); });
+      for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    }
+    launched_at = std::chrono::steady_clock::now();  // the deadline counts from the launch, not the capture
+    for (auto& r : m.ranks) {
+      use_device(r.device);
+      try {
+        CF_CUDA(cudaGraphLaunch(r.graph->exec, r.compute->get()));
+        r.finished->record(r.compute->get());
+      } catch (const std::exception& e) {
+        m.abort_run(r.device, std::string("graph launch failed: ") + e.what());
+      }
+    }
   } else {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < int(m.ranks.size()); ++r) threads.emplace_back(work, r);
-    for (auto& t : threads) t.join();
+    *static_cast<volatile int*>(static_cast<void*>(m.latch_flag.get())) = 0;
+    for_each_rank([&](int r) {
+      m.enqueue(r);
+      m.ranks[size_t(r)].finished->record(m.ranks[size_t(r)].compute->get());
+    });
+    // Release every latch (also after an enqueue error, so that the devices drain).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *static_cast<volatile int*>(static_cast<void*>(m.latch_flag.get())) = 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (size_t r = 0; r < errors.size(); ++r)
+      if (errors[r]) {
+        std::string what = "enqueue failed";
+        try {
+          std::rethrow_exception(errors[r]);
+        } catch (const std::exception& e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        m.abort_run(int(r), what);
+      }
   }
-  // Release every latch (also after an enqueue error, so that the devices drain).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  *static_cast<volatile int*>(static_cast<void*>(m.latch_flag.get())) = 1;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (auto& r : m.ranks) {
-    use_device(r.device);
-    CF_CUDA(cudaDeviceSynchronize());
-  }
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  m.wait_all(launched_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(m.options.run_deadline_s)));
   RunTiming timing;
   timing.ops.resize(m.program.ops.size());
   for (auto& r : m.ranks) {
     use_device(r.device);
-    timing.latch_timed_out |= *static_cast<volatile int*>(static_cast<void*>(r.latch_status.get())) != 0;
+    if (m.options.launch == LaunchMode::direct)
+      timing.latch_timed_out |= *static_cast<volatile int*>(static_cast<void*>(r.latch_status.get())) != 0;
     for (size_t i = 0; i < r.ops.size(); ++i) {
       auto& t = timing.ops[size_t(r.ops[i])];
       t.start_s = r.start[i].seconds_since(*r.common_start);
       t.end_s = r.end[i].seconds_since(*r.common_start);
     }
+    m.sample_memory(r);
   }
+  // A collective starts at its barrier: the last arrival among the ranks of its group (H6).
+  std::map<int, double> barrier;
+  for (const auto& op : m.program.ops)
+    if (op.work == Work::all_to_all && op.collective_group >= 0) {
+      auto [it, fresh] = barrier.try_emplace(op.collective_group, timing.ops[size_t(op.id)].start_s);
+      if (!fresh) it->second = std::max(it->second, timing.ops[size_t(op.id)].start_s);
+    }
+  for (const auto& op : m.program.ops)
+    if (op.work == Work::all_to_all && op.collective_group >= 0) {
+      auto& t = timing.ops[size_t(op.id)];
+      const double b = std::min(barrier.at(op.collective_group), t.end_s);
+      t.wait_s = b - t.start_s;
+      t.start_s = b;
+    }
   return timing;
 }
 

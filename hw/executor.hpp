@@ -12,6 +12,16 @@
 
 namespace chunkflow::hw {
 
+/// A run that did not finish: a CUDA or NCCL error surfaced while waiting, or the run's deadline
+/// passed (a peer that never arrived, a hung kernel). Every NCCL communicator has been aborted
+/// (ncclCommAbort) and the executor is poisoned (its destructor releases nothing that could block).
+/// The message names the rank, the first op of that rank that had not finished (id and name) and
+/// the CUDA/NCCL error or the deadline. main() → exit 4.
+class RunAbortedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// No usable CUDA device (none present, no driver, or fewer than the node needs). main() → exit 3.
 class NoDeviceError : public std::runtime_error {
  public:
@@ -41,22 +51,37 @@ enum class ProxyMode {
   copy_engine,  ///< cudaMemcpyAsync D2H and H2D on two streams (copy engines)
 };
 
+/// How a run reaches the GPU (hw/README.md "Timing").
+enum class LaunchMode {
+  graph,   ///< each rank's whole run is captured once in a CUDA Graph and launched as one unit (default)
+  direct,  ///< ops enqueued one by one behind a spin latch (fallback; the latch may time out on big plans)
+};
+
 struct ExecutorOptions {
   uint64_t seed = 1;                       ///< weights and initial hidden state
   ProxyMode proxy_mode = ProxyMode::kernel;
+  LaunchMode launch = LaunchMode::graph;
   int64_t attention_tile_bytes = 256ll << 20;  ///< workspace bound of one attention score tile
-  double latch_timeout_s = 5.0;            ///< spin-latch release bound (hw/README.md "Timing")
+  double latch_timeout_s = 5.0;            ///< direct launch: spin-latch release bound
+  /// A run not finished this many seconds after its launch is aborted (RunAbortedError).
+  double run_deadline_s = 300.0;
+  /// Rate-capped H2D ops are paced in sub-chunks of this many bytes (enqueue_paced_copy).
+  int64_t pace_sub_chunk_bytes = 1ll << 20;
   int host_threads = 16;                   ///< threads filling the host weights
 };
 
 struct OpTiming {
-  double start_s = 0;  ///< from the rank's common start event
+  /// From the common start event. All ranks share one clock: with NCCL the start event follows an
+  /// all-reduce barrier of every rank at the head of the run. A collective's start is the barrier
+  /// (the last rank's arrival, as the simulator starts it); its own arrival was wait_s earlier.
+  double start_s = 0;
   double end_s = 0;
+  double wait_s = 0;  ///< collectives: barrier − this rank's arrival (0 for other ops)
 };
 
 struct RunTiming {
   std::vector<OpTiming> ops;    ///< by op id
-  bool latch_timed_out = false; ///< the host took longer than latch_timeout_s to enqueue
+  bool latch_timed_out = false; ///< direct launch: the host took longer than latch_timeout_s to enqueue
 };
 
 /// Device memory of one rank, in bytes.
@@ -66,8 +91,13 @@ struct MemoryReport {
   int64_t activation_bytes = 0;       ///< hidden state, linear inputs/outputs, attention, a2a buffers
   int64_t workspace_bytes = 0;        ///< gather buffer, attention tiles, cuBLAS workspace
   int64_t allocated_bytes = 0;        ///< sum of the above: every cudaMalloc the harness made
-  int64_t device_used_bytes = 0;      ///< cudaMemGetInfo(free) before − after setup (incl. libraries)
-  int64_t host_pinned_bytes = 0;      ///< pinned host weights + staging (shared by all ranks)
+  /// cudaMemGetInfo(free) before setup − after setup, NCCL communicators included.
+  int64_t device_used_bytes = 0;
+  /// Measured high-water mark of the same difference, sampled after setup and after every run
+  /// (so it includes NCCL's lazy connection buffers, the instantiated graph and cuBLAS' state).
+  int64_t peak_memory_bytes = 0;
+  int64_t host_pinned_bytes = 0;      ///< pinned host weights this rank reads + proxy staging
+  int host_numa_node = -1;            ///< NUMA node of the GPU and of its pinned weights (−1: unknown)
 };
 
 /// Runs a Program on ranks 0..ranks−1 = CUDA devices 0..ranks−1. Construction allocates and
@@ -83,8 +113,11 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   /// One execution of every op of the plan: resets the activations, holds every stream behind
-  /// a common start event, enqueues every rank's ops (one host thread per rank), synchronizes,
-  /// and returns each op's start and end. No host synchronization happens between ops.
+  /// a common start event, runs every rank's ops (graph launch, or direct enqueue by one host
+  /// thread per rank), waits for the end by polling (cudaEventQuery, ncclCommGetAsyncError)
+  /// against options.run_deadline_s, and returns each op's start and end. No host
+  /// synchronization happens between ops. Throws RunAbortedError (communicators aborted, executor
+  /// poisoned) when the run fails or overruns, DeviceError when it cannot be launched.
   RunTiming run();
   /// Bytes of each rank's hidden state after the last run (the "final activation").
   std::vector<std::vector<uint8_t>> final_activation() const;

@@ -1,5 +1,7 @@
 // Kernels and the tiled attention of the harness (see kernels.cuh).
+#include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -37,6 +39,17 @@ __global__ void spin_latch_kernel(const volatile int* flag, uint64_t timeout_ns,
       *timed_out = 1;
       return;
     }
+  }
+}
+
+__global__ void stamp_time_kernel(uint64_t* t0) { *t0 = global_timer_ns(); }
+
+__global__ void wait_until_kernel(const uint64_t* t0, uint64_t offset_ns) {
+  const uint64_t due = *t0 + offset_ns;
+  unsigned backoff = 32;
+  while (global_timer_ns() < due) {
+    __nanosleep(backoff);
+    backoff = backoff < 1024 ? backoff * 2 : 1024;
   }
 }
 
@@ -177,6 +190,35 @@ __global__ void proxy_all_to_all_kernel(const std::byte* send, std::byte* recv, 
 void launch_spin_latch(const volatile int* flag, uint64_t timeout_ns, int* timed_out, cudaStream_t s) {
   spin_latch_kernel<<<1, 1, 0, s>>>(flag, timeout_ns, timed_out);
   CF_LAUNCHED("spin_latch_kernel");
+}
+
+void launch_stamp_time(uint64_t* t0, cudaStream_t s) {
+  stamp_time_kernel<<<1, 1, 0, s>>>(t0);
+  CF_LAUNCHED("stamp_time_kernel");
+}
+
+void launch_wait_until(const uint64_t* t0, uint64_t offset_ns, cudaStream_t s) {
+  wait_until_kernel<<<1, 1, 0, s>>>(t0, offset_ns);
+  CF_LAUNCHED("wait_until_kernel");
+}
+
+void enqueue_paced_copy(void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind, double cap_bytes_per_s,
+                        int64_t sub_chunk_bytes, uint64_t* t0, cudaStream_t s) {
+  if (!(cap_bytes_per_s >= 0)) throw std::invalid_argument("paced copy: cap " + std::to_string(cap_bytes_per_s) + " bytes/s < 0");
+  if (sub_chunk_bytes <= 0) throw std::invalid_argument("paced copy: sub-chunk " + std::to_string(sub_chunk_bytes) + " bytes ≤ 0");
+  if (bytes <= 0) return;
+  if (cap_bytes_per_s == 0) {
+    CF_CUDA(cudaMemcpyAsync(dst, src, size_t(bytes), kind, s));
+    return;
+  }
+  const double ns_per_byte = 1e9 / cap_bytes_per_s;
+  launch_stamp_time(t0, s);
+  for (int64_t off = 0; off < bytes; off += sub_chunk_bytes) {
+    if (off > 0) launch_wait_until(t0, uint64_t(double(off) * ns_per_byte), s);
+    CF_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(src) + off,
+                            size_t(std::min(sub_chunk_bytes, bytes - off)), kind, s));
+  }
+  launch_wait_until(t0, uint64_t(double(bytes) * ns_per_byte), s);
 }
 
 void launch_rmsnorm(const bf16* in, bf16* out, int64_t rows, int64_t cols, cudaStream_t s) {

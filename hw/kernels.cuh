@@ -18,6 +18,23 @@ using bf16 = __nv_bfloat16;
 /// latch), bounded so that a full launch queue cannot deadlock the host.
 void launch_spin_latch(const volatile int* flag, uint64_t timeout_ns, int* timed_out, cudaStream_t s);
 
+/// Writes %globaltimer (ns, the GPU's global clock) to *t0, one thread: the start mark of a paced copy.
+void launch_stamp_time(uint64_t* t0, cudaStream_t s);
+/// One thread spins (with __nanosleep backoff) until %globaltimer ≥ *t0 + offset_ns: holds its
+/// stream until the next sub-chunk of a paced copy is due. Occupies one warp of one SM meanwhile.
+void launch_wait_until(const uint64_t* t0, uint64_t offset_ns, cudaStream_t s);
+
+/// A copy of `bytes` on stream s at no more than `cap_bytes_per_s` (PlanOp::rate_cap_bytes_per_s;
+/// 0 = no cap: one cudaMemcpyAsync). Paced copy: stamp t0; sub-chunk i (of ⌈bytes/sub⌉, each
+/// `sub_chunk_bytes` but the last) starts no earlier than t0 + i·sub/cap; after the last, the
+/// stream waits until t0 + bytes/cap. The copy therefore takes max(bytes/cap, what the link
+/// gives) and never runs above the cap averaged over any window of one sub-chunk period, which is
+/// the bound the simulator's max-min solver puts on the flow. `t0` is one device uint64 owned by
+/// this copy (it must not be shared with a copy that may run at the same time). Throws
+/// DeviceError on a failed call, std::invalid_argument for a negative cap or sub-chunk ≤ 0.
+void enqueue_paced_copy(void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind, double cap_bytes_per_s,
+                        int64_t sub_chunk_bytes, uint64_t* t0, cudaStream_t s);
+
 /// out[r, :] = in[r, :] / sqrt(mean(in[r, :]²) + 1e-6) for r < rows; `cols` per row, fp32 math.
 void launch_rmsnorm(const bf16* in, bf16* out, int64_t rows, int64_t cols, cudaStream_t s);
 

@@ -214,6 +214,10 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
       o.h2d_bytes = to_bytes(op.src_offset_bytes + op.bytes, op.name) - begin;
       o.host_offset = p.block_host_offset[size_t(op.block)] + begin;
       o.device_offset = int64_t(op.slot) * p.slot_stride_bytes + begin % kAlignBytes;
+      if (!std::isfinite(op.rate_cap_bytes_per_s) || op.rate_cap_bytes_per_s < 0)
+        throw std::logic_error("op " + op.name + ": rate cap " + std::to_string(op.rate_cap_bytes_per_s) +
+                               " bytes/s is not ≥ 0 (0 = no cap)");
+      o.rate_cap_bytes_per_s = op.rate_cap_bytes_per_s;
       shared["rank" + std::to_string(op.rank) + ".slot" + std::to_string(op.slot)].push_back({op.id, true});
       continue;
     }
@@ -228,6 +232,7 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
         throw std::logic_error("op " + op.name + ": a collective whose stage is not an all-to-all");
       o.work = Work::all_to_all;
       o.tensor = tensor_of(st.stage.tensor);
+      o.collective_group = op.collective_group;
       o.a2a_bytes = to_bytes(op.bytes > 0 ? op.bytes : st.all_to_all_buffer_bytes, op.name);
       auto& m = p.max_a2a_bytes[size_t(o.tensor)];
       m = std::max(m, o.a2a_bytes);

@@ -89,9 +89,13 @@ struct OpProgram {
   int64_t host_offset = 0;     ///< bytes into the pinned host weights
   int64_t device_offset = 0;   ///< bytes into the slot pool
   int64_t h2d_bytes = 0;
+  /// PlanOp::rate_cap_bytes_per_s: the executor paces the copy in sub-chunks so that it takes
+  /// at least h2d_bytes / cap seconds (0 = no cap: one cudaMemcpyAsync at the copy engine's rate).
+  double rate_cap_bytes_per_s = 0;
   // work == all_to_all
   Tensor tensor = Tensor::q;
   int64_t a2a_bytes = 0;       ///< per-rank buffer (PlanOp::bytes)
+  int collective_group = -1;   ///< PlanOp::collective_group: the same collective on every rank
   /// Compute ops: send buffers this op fills (a fold of its output, `bytes` long) at its end,
   /// because a collective of that tensor depends on it.
   struct Pack {

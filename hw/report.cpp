@@ -104,7 +104,9 @@ Timeline make_timeline(const Program& program, const RunTiming& timing, const st
     t.rows.push_back(std::move(r));
   }
   for (size_t rank = 0; rank < memory.size(); ++rank)
-    t.memory.push_back({int(rank), 0.0, double(memory[rank].allocated_bytes)});
+    // The measured device memory in use (cudaMemGetInfo high-water mark after setup and runs,
+    // libraries included), not the harness' own allocation (MemoryReport::allocated_bytes).
+    t.memory.push_back({int(rank), 0.0, double(std::max(memory[rank].peak_memory_bytes, memory[rank].allocated_bytes))});
   return t;
 }
 

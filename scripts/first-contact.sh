@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# First contact with a GPU box (issue 13): build (or use given binaries), run the GPU tests, the
+# microbenchmarks (copy-cap included), calibrate the simulator, run the hw scenarios with every
+# policy, validate the predictions against the measurements and draw the plots. Everything lands,
+# with its context, under traces/measured/<device>/ (or --out DIR). Adapts to one or several
+# GPUs and writes what it skipped, and why, to SKIPPED.txt.
+#
+#   bash scripts/first-contact.sh [--bin DIR] [--out DIR] [--quick] [--stage measure|analyze|all]
+#
+#   --bin DIR    use DIR/chunkflow, DIR/chunkflow-hw, DIR/chunkflow_gpu_tests instead of building
+#   --out DIR    output folder (default traces/measured/<device slug from nvidia-smi>)
+#   --quick      fewer repetitions (warm-up 1, repeat 3) and a smaller bench sweep
+#   --stage S    measure: GPU work only; analyze: calibrate/validate/plots from an existing
+#                folder (no GPU needed); all (default): both
+# Environment: PYTHON (default: the first of /usr/bin/python3, python3 that imports matplotlib).
+# Exit status: 0 when every stage that ran succeeded (tests that fail are recorded, not fatal:
+# see gpu_tests.txt), 1 on a failed measurement command, 3 without a GPU for the measure stage.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BIN="" OUT_DIR="" QUICK=0 STAGE=all
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) BIN=$2; shift 2 ;;
+    --out) OUT_DIR=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --stage) STAGE=$2; shift 2 ;;
+    *) echo "first-contact.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
+  esac
+done
+case "$STAGE" in measure|analyze|all) ;; *) echo "first-contact.sh: --stage: expected measure, analyze or all" >&2; exit 2 ;; esac
+
+log() { echo "[first-contact $(date -u +%H:%M:%S)] $*"; }
+
+# ---- binaries ----------------------------------------------------------------------------------
+if [ -z "$BIN" ]; then
+  log "building (cmake, Release)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && \
+    cmake --build build -j"$(nproc)" --target chunkflow chunkflow-hw chunkflow_gpu_tests > build-first-contact.log 2>&1 \
+    || { echo "first-contact.sh: build failed (build-first-contact.log)" >&2; exit 1; }
+  SIM=build/chunkflow HW=build/hw/chunkflow-hw TESTS=build/hw/chunkflow_gpu_tests
+else
+  SIM=$BIN/chunkflow HW=$BIN/chunkflow-hw TESTS=$BIN/chunkflow_gpu_tests
+fi
+
+# ---- device and output folder ------------------------------------------------------------------
+NGPU=0
+GPU_NAME=unknown
+if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; then
+  NGPU=$(nvidia-smi -L | grep -c '^GPU')
+  GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+fi
+SLUG=$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+[ -n "$OUT_DIR" ] || OUT_DIR=traces/measured/$SLUG
+mkdir -p "$OUT_DIR"/bench "$OUT_DIR"/runs "$OUT_DIR"/analysis
+SKIPPED=$OUT_DIR/SKIPPED.txt
+
+# Time limits per command (seconds): a command past its limit is recorded in SKIPPED.txt, the rest go on.
+T_TESTS=${T_TESTS:-180} T_BENCH=${T_BENCH:-240} T_RUN=${T_RUN:-120}
+if [ "$QUICK" = 1 ]; then WARMUP=1 REPEAT=3 BENCH_REPEAT=5 MAXMIB=256; else WARMUP=2 REPEAT=5 BENCH_REPEAT=10 MAXMIB=1024; fi
+SCENARIOS=$(ls scenarios/hw-*.json)
+POLICIES="no-offload layerwise chunkflow"
+# The proxy mode of the one-GPU runs: copy-engine, the backend `chunkflow calibrate` fits first
+# (collective_proxy_copy_engine), so prediction and measurement describe the same all-to-all.
+COLLECTIVE=${COLLECTIVE:-copy-engine}
+
+measure() {
+  if [ "$NGPU" -lt 1 ]; then echo "first-contact.sh: no GPU (nvidia-smi lists none): nothing to measure" >&2; exit 3; fi
+  : > "$SKIPPED"
+  {
+    echo "command: $0 $*"
+    echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "git_revision: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    echo "binaries: $SIM $HW $TESTS"
+    echo "gpus: $NGPU"
+    nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
+    nvidia-smi topo -m
+    cat /proc/driver/nvidia/version 2>/dev/null
+    nvcc --version 2>/dev/null | tail -2
+    ldd "$HW" | grep -E 'cublas|nccl|cudart'
+    lscpu | grep -E 'Model name|Socket|NUMA'
+  } > "$OUT_DIR/context.txt" 2>&1
+  log "microbenchmarks"
+  timeout $T_BENCH "$HW" bench h2d-bandwidth d2h-bandwidth d2d-bandwidth h2d-with-d2h collective-proxy-kernel \
+        collective-proxy-copy-engine collective-nccl h2d-with-collective-kernel h2d-with-collective-copy-engine \
+        compute-with-h2d compute-with-collective gemm attention \
+        --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --warmup 3 --repeat $BENCH_REPEAT --max-mib $MAXMIB \
+        --output "$OUT_DIR/bench/bench-wan2.1-t2v-1.3b.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
+  timeout $T_BENCH "$HW" bench gemm attention compute-with-h2d compute-with-collective \
+        --scenario scenarios/hw-flux-1024-u2-1xh100-sxm.json --warmup 3 \
+        --repeat $BENCH_REPEAT --max-mib $MAXMIB --output "$OUT_DIR/bench/bench-flux.1-dev.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
+  timeout $T_BENCH "$HW" bench copy-cap --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --warmup 3 --repeat $BENCH_REPEAT --max-mib 256 \
+        --caps-gb-per-s 0 2 5 10 15 20 30 40 50 --output "$OUT_DIR/bench/copy-cap.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
+  if [ "$NGPU" -lt 2 ]; then
+    echo "collective_nccl, H2D on two GPUs at once, H2D beside an NCCL all-to-all: need 2 GPUs, this box has $NGPU (the one-GPU pcie-proxy all-to-all stands in)" >> "$SKIPPED"
+  fi
+
+  log "hw scenarios × policies"
+  for sc in $SCENARIOS; do
+    name=$(basename "$sc" .json)
+    for pol in $POLICIES; do
+      timeout $T_RUN "$HW" run --scenario "$sc" --policy "$pol" --collective $COLLECTIVE --warmup $WARMUP --repeat $REPEAT \
+            --trace "$OUT_DIR/runs/$name.$pol.trace.json" --output "$OUT_DIR/runs/$name.$pol.json" \
+            > "$OUT_DIR/runs/$name.$pol.txt" 2>&1
+      rc=$?
+      echo "$name $pol: exit $rc"
+      if [ $rc -ne 0 ]; then
+        echo "run $name $pol: exit $rc ($(tail -1 "$OUT_DIR/runs/$name.$pol.txt"))" >> "$SKIPPED"
+      fi
+    done
+  done
+  timeout $T_RUN "$HW" check --node 1xh100-sxm --model wan2.1-t2v-1.3b --height 480 --width 832 --frames 17 --ulysses 2 \
+        --policy chunkflow --chunk-mib 16 --resident-fraction 0.3 --repeat 2 --output "$OUT_DIR/runs/check-wan1.3b-17f.result.json" \
+        > "$OUT_DIR/runs/check-wan1.3b-17f.txt" 2>&1
+  echo "check: exit $?"
+  log "GPU tests"
+  timeout $T_TESTS "$TESTS" -d yes > "$OUT_DIR/gpu_tests.txt" 2>&1
+  echo "exit status: $?" >> "$OUT_DIR/gpu_tests.txt"
+  tail -3 "$OUT_DIR/gpu_tests.txt"
+
+  if [ "$NGPU" -ge 2 ]; then
+    timeout $T_RUN "$HW" run --node 2xh100-pcie --model wan2.1-t2v-1.3b --height 480 --width 832 --frames 17 --ulysses 2 \
+          --warmup $WARMUP --repeat $REPEAT --trace "$OUT_DIR/runs/nccl-wan1.3b-17f.trace.json" \
+          --output "$OUT_DIR/runs/nccl-wan1.3b-17f.json" > "$OUT_DIR/runs/nccl-wan1.3b-17f.txt" 2>&1
+    echo "nccl run: exit $?"
+  else
+    echo "2xh100-pcie runs over NCCL (two ranks, barrier-aligned clocks, collective waits): need 2 GPUs, this box has $NGPU" >> "$SKIPPED"
+  fi
+}
+
+pick_python() {
+  for p in ${PYTHON:-} /usr/bin/python3 python3; do
+    if [ -n "$p" ] && "$p" -c 'import matplotlib' > /dev/null 2>&1; then echo "$p"; return; fi
+  done
+}
+
+analyze() {
+  local py
+  py=$(pick_python)
+  log "calibrate"
+  "$SIM" calibrate --measurements "$OUT_DIR"/bench/bench-*.json "$OUT_DIR"/bench/copy-cap.json --node 1xh100-sxm \
+         --out "$OUT_DIR/calibration.json" > "$OUT_DIR/analysis/calibrate.txt" 2>&1
+  echo "calibrate: exit $?"
+  log "validate (every run is held out: the calibration fits microbenchmarks only)"
+  "$SIM" validate --measured "$OUT_DIR" --calibration "$OUT_DIR/calibration.json" --json \
+         --out "$OUT_DIR/analysis/validation.json" > /dev/null 2> "$OUT_DIR/analysis/validate.txt"
+  echo "validate: exit $?"
+  "$SIM" validate --measured "$OUT_DIR" --calibration "$OUT_DIR/calibration.json" >> "$OUT_DIR/analysis/validate.txt" 2>&1
+  "$SIM" validate --measured "$OUT_DIR" --json --out "$OUT_DIR/analysis/validation-uncalibrated.json" > /dev/null 2>&1
+  log "predicted timelines and op-by-op comparison"
+  for sc in $SCENARIOS; do
+    name=$(basename "$sc" .json)
+    for pol in $POLICIES; do
+      [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
+      "$SIM" simulate --scenario "$sc" --policy "$pol" --calibration "$OUT_DIR/calibration.json" \
+             --trace "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.predicted.json" 2>&1
+      "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
+             --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
+    done
+  done
+  if [ -n "$py" ]; then
+    log "plots with $py"
+    "$py" scripts/plot_calibration.py "$OUT_DIR/calibration.json" "$OUT_DIR/analysis/calibration.png" || true
+    "$py" scripts/plot_validation.py "$OUT_DIR/analysis/validation.json" "$OUT_DIR/analysis/validation.png" || true
+    for f in "$OUT_DIR"/analysis/hw-wan1.3b-480p-17f-*.chunkflow.predicted.trace.json "$OUT_DIR"/analysis/hw-flux-1024-*.chunkflow.predicted.trace.json; do
+      [ -f "$f" ] || continue
+      b=$(basename "$f" .predicted.trace.json)
+      "$py" scripts/plot_timeline.py "$f" "$OUT_DIR/runs/$b.trace.json" "$OUT_DIR/analysis/$b.timeline.png" || true
+    done
+  else
+    echo "plots: no python3 with matplotlib found (set PYTHON); run this script with --stage analyze where one exists" >> "$SKIPPED"
+  fi
+}
+
+case "$STAGE" in
+  measure) measure "$@" || exit 1 ;;
+  analyze) analyze ;;
+  all) measure "$@" || exit 1; analyze ;;
+esac
+log "done: $OUT_DIR"
+[ -s "$SKIPPED" ] && { echo "skipped:"; cat "$SKIPPED"; }
+exit 0
