@@ -138,7 +138,9 @@ analyze() {
   local py
   py=$(pick_python)
   log "calibrate"
-  "$SIM" calibrate --measurements "$OUT_DIR"/bench/bench-*.json "$OUT_DIR"/bench/copy-cap.json --node 1xh100-sxm \
+  # calibrate takes one file per measurement key: the Wan bench (every key); the FLUX bench's
+  # GEMM/attention shapes are kept as data beside it.
+  "$SIM" calibrate --measurements $(ls "$OUT_DIR"/bench/bench-wan*.json "$OUT_DIR"/bench/copy-cap.json 2>/dev/null) --node 1xh100-sxm \
          --out "$OUT_DIR/calibration.json" > "$OUT_DIR/analysis/calibrate.txt" 2>&1
   echo "calibrate: exit $?"
   log "validate (every run is held out: the calibration fits microbenchmarks only)"
@@ -147,6 +149,7 @@ analyze() {
   echo "validate: exit $?"
   "$SIM" validate --measured "$OUT_DIR" --calibration "$OUT_DIR/calibration.json" >> "$OUT_DIR/analysis/validate.txt" 2>&1
   "$SIM" validate --measured "$OUT_DIR" --json --out "$OUT_DIR/analysis/validation-uncalibrated.json" > /dev/null 2>&1
+  rm -f "$OUT_DIR"/analysis/*.compare.json "$OUT_DIR"/analysis/*.predicted.json  # validate reads every *.json below
   log "predicted timelines and op-by-op comparison"
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
