@@ -6,21 +6,31 @@
 
 #include <algorithm>
 
+#include "model/kernel_model.hpp"
+
 namespace chunkflow {
 
 double stage_compute_time_s(const StageCost& stage, const NodeSpec& node) {
+  // Memory-bound non-GEMM ops priced inside this stage (norms, modulation, RoPE, activations,
+  // residuals): bytes over achieved HBM bandwidth plus one launch each (model/kernel_model.hpp).
+  const double elementwise_s = elementwise_time_s(stage.elementwise_bytes, stage.elementwise_kernels, node);
   switch (stage.stage.kind) {
     case BlockStage::Kind::linear: {
       // A calibrated per-shape table (model/calibration.hpp) holds the measured time, memory
       // bound included: t = flop / (η(m) · peak) + launch.
       if (const GemmEfficiencyTable* table = node.gemm_table(stage.gemm.k, stage.gemm.n))
-        return stage.flop / (table->efficiency_at(double(stage.gemm.m)) * node.peak_flop_per_s) + node.compute_launch_s;
-      const double math_s = stage.flop / (node.gemm_efficiency * node.peak_flop_per_s);
-      const double memory_s = stage.weight_bytes / node.hbm_bytes_per_s;
-      return std::max(math_s, memory_s) + node.compute_launch_s;
+        return stage.flop / (table->efficiency_at(double(stage.gemm.m)) * node.peak_flop_per_s) + node.compute_launch_s +
+               elementwise_s;
+      // Kernel model: η by shape (wave quantization, pipeline fill), floored by the HBM traffic of
+      // the weights (and, when the shape is known, the activations read and written).
+      const double math_s = stage.flop / (gemm_efficiency(stage.gemm, node) * node.peak_flop_per_s);
+      const double bytes = std::max(stage.weight_bytes, stage.gemm.m > 0 ? stage.gemm.bytes(stage.dtype_bytes) : 0.0);
+      const double memory_s = bytes / node.hbm_bytes_per_s;
+      return std::max(math_s, memory_s) + node.compute_launch_s + elementwise_s;
     }
     case BlockStage::Kind::attention:
-      return stage.flop / (node.attention_efficiency * node.peak_flop_per_s) + node.compute_launch_s;
+      return stage.flop / (attention_efficiency(stage.attention, stage.attention_kernel, node) * node.peak_flop_per_s) +
+             node.compute_launch_s + elementwise_s;
     case BlockStage::Kind::all_to_all:
       return 0.0;
   }

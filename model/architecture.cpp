@@ -61,6 +61,37 @@ BlockStage all_to_all_stage(AllToAllTensor tensor) {
   return s;
 }
 
+// Elementwise op helpers (see ElementwiseOp). An op attached to a linear runs just before it
+// (norms, modulation) or just after the previous one (residuals); either way its time is part of
+// that linear's stage.
+ElementwiseOp on_linear(std::string name, int linear, TokenScope scope, double width, double eager_b, int eager_k,
+                        double fused_b, int fused_k) {
+  ElementwiseOp op;
+  op.name = std::move(name);
+  op.attach_linear = linear;
+  op.scope = scope;
+  op.width_over_hidden = width;
+  op.eager_bytes_per_element = eager_b;
+  op.eager_kernels = eager_k;
+  op.fused_bytes_per_element = fused_b;
+  op.fused_kernels = fused_k;
+  return op;
+}
+
+ElementwiseOp on_attention(std::string name, AttentionKind kind, TokenScope scope, double eager_b, int eager_k,
+                           double fused_b, int fused_k, bool ulysses_only = false) {
+  ElementwiseOp op = on_linear(std::move(name), -1, scope, 1.0, eager_b, eager_k, fused_b, fused_k);
+  op.attach_attention = kind;
+  op.ulysses_only = ulysses_only;
+  return op;
+}
+
+// Ulysses pack/unpack around the 4 all-to-alls (yunchang SeqAllToAll4D: reshape + contiguous
+// before, and after, the collective): q, k, v, o each read and written twice in bf16 = 4 · 2 · 4 B.
+ElementwiseOp ulysses_pack(AttentionKind kind, TokenScope scope) {
+  return on_attention("ulysses.pack_unpack", kind, scope, 32, 8, 32, 8, true);
+}
+
 // Appends the Ulysses pattern around one attention: a2a q, k, v → attention → a2a o
 // (dit-architectures.md §6: 4 all_to_all_single calls per attention layer).
 void append_ulysses_attention(std::vector<BlockStage>& program, AttentionKind kind) {
@@ -96,6 +127,26 @@ BlockKind double_stream_block(int count, int64_t d, int64_t mlp, const std::vect
   for (int i = 0; i < 4; ++i) k.program.push_back(linear_stage(i));
   append_ulysses_attention(k.program, AttentionKind::joint);
   for (int i = 4; i < 10; ++i) k.program.push_back(linear_stage(i));
+  // Non-GEMM work per element of [joint rows × d], both streams together (diffusers
+  // FluxTransformerBlock / hyvideo MMDoubleStreamBlock, bf16 activations):
+  //  norm1 LayerNorm (r2 w2) + x·(1+scale)+shift (2 kernels, r2 w2 each) = 12 B;
+  //  QK RMSNorm on q and k (to fp32, pow, mean, rsqrt·x, to bf16, ·weight ≈ 30 B each) = 60 B;
+  //  RoPE on q and k in fp32 (rotate-half stack 8 B, x·cos 14, x_rot·sin 14, add 12, cast 6) = 108 B;
+  //  cat of text and image q, k, v (r2 w2 each) = 12 B; split of the output 4 B;
+  //  gate·attn + residual (mul 4, add 6) = 10 B; norm2 + modulation 12 B;
+  //  GELU-tanh over [rows × F] (r2 w2); gate·mlp + residual 10 B.
+  // Fused: one read and one write per op (norm+mod 4, QK-norm+RoPE 8, residual 6), the cat kept.
+  k.elementwise = {
+      on_linear("norm1+modulate", 2, TokenScope::joint, 1, 12, 6, 4, 2),
+      on_attention("qk_rmsnorm", AttentionKind::joint, TokenScope::joint, 60, 24, 0, 0),
+      on_attention("rope", AttentionKind::joint, TokenScope::joint, 108, 14, 8, 2),
+      on_attention("joint_cat_split", AttentionKind::joint, TokenScope::joint, 16, 5, 16, 5),
+      ulysses_pack(AttentionKind::joint, TokenScope::joint),
+      on_linear("gated_residual.attn", 4, TokenScope::joint, 1, 10, 4, 6, 2),
+      on_linear("norm2+modulate", 6, TokenScope::joint, 1, 12, 6, 4, 2),
+      on_linear("gelu_tanh", 6, TokenScope::joint, double(mlp) / double(d), 4, 2, 4, 2),
+      on_linear("gated_residual.mlp", 7, TokenScope::joint, 1, 10, 4, 6, 2),
+  };
   return k;
 }
 
@@ -116,6 +167,19 @@ BlockKind single_stream_block(int count, int64_t d, int64_t mlp, const std::vect
   k.program.push_back(linear_stage(1));
   append_ulysses_attention(k.program, AttentionKind::joint);
   k.program.push_back(linear_stage(2));
+  // Non-GEMM work per element of [joint rows × d] (diffusers FluxSingleTransformerBlock /
+  // hyvideo MMSingleStreamBlock): norm + modulation 12 B; QK RMSNorm 60 B; RoPE 108 B (as the
+  // double block); GELU over [rows × F]; cat(attn, mlp) into [rows × (d+F)] (r2 w2);
+  // gate·out + residual 10 B. Fused as in the double block.
+  k.elementwise = {
+      on_linear("norm+modulate", 1, TokenScope::joint, 1, 12, 3, 4, 1),
+      on_attention("qk_rmsnorm", AttentionKind::joint, TokenScope::joint, 60, 12, 0, 0),
+      on_attention("rope", AttentionKind::joint, TokenScope::joint, 108, 14, 8, 1),
+      ulysses_pack(AttentionKind::joint, TokenScope::joint),
+      on_linear("gelu_tanh", 2, TokenScope::joint, double(mlp) / double(d), 4, 1, 4, 1),
+      on_linear("cat_attn_mlp", 2, TokenScope::joint, double(d + mlp) / double(d), 4, 1, 4, 1),
+      on_linear("gated_residual", 2, TokenScope::joint, 1, 10, 2, 6, 1),
+  };
   return k;
 }
 
@@ -145,6 +209,30 @@ BlockKind wan_block(int count, int64_t d, int64_t ffn) {
   for (int i = 4; i < 7; ++i) k.program.push_back(linear_stage(i));
   k.program.push_back(attention_stage(AttentionKind::cross_text));
   for (int i = 7; i < 10; ++i) k.program.push_back(linear_stage(i));
+  // Non-GEMM work per element of [S_loc × d] (Wan2.1 wan/modules/model.py WanAttentionBlock; the
+  // residual stream x is fp32 because the modulation runs under autocast(float32)):
+  //  norm1 LayerNorm fp32 (r4 w4) + ·(1+e1)+e0 (r4 w4 twice) + bf16 casts of the input of q, k, v
+  //  under autocast (r4 w2, three times) = 8 + 16 + 18 = 42 B;
+  //  RMSNorm over d of q and k (float, pow, mean, rsqrt·x, type_as, ·weight ≈ 36 B each) = 72 B;
+  //  rope_apply in float64 complex on q and k (to f64 r2 w8, complex mul r8 w8, back r8 w4, cat
+  //  r4 w4 ≈ 46 B each) = 92 B; fp32 → bf16 casts of q, k for flash attention 12 B;
+  //  x + y·e2 in fp32 (r2 w4, r4 r4 w4) = 18 B; norm3 + cast 14 B; cross q RMSNorm 36 B;
+  //  cross residual 10 B; norm2 + modulation + cast 30 B; GELU-tanh over [S × F] (r2 w2);
+  //  x + y·e5 18 B. Fused: norm+mod 6 B (r4 w2), QK-norm+RoPE 8 B, residuals 10 B (fp32 stream).
+  k.elementwise = {
+      on_linear("norm1+modulate", 0, TokenScope::video, 1, 42, 6, 6, 1),
+      on_attention("qk_rmsnorm", AttentionKind::self_video, TokenScope::video, 72, 12, 0, 0),
+      on_attention("rope_f64", AttentionKind::self_video, TokenScope::video, 92, 16, 8, 1),
+      on_attention("qk_casts", AttentionKind::self_video, TokenScope::video, 12, 2, 0, 0),
+      ulysses_pack(AttentionKind::self_video, TokenScope::video),
+      on_linear("gated_residual.self", 3, TokenScope::video, 1, 18, 2, 10, 1),
+      on_linear("norm3", 4, TokenScope::video, 1, 14, 2, 6, 1),
+      on_attention("cross_q_rmsnorm", AttentionKind::cross_text, TokenScope::video, 36, 6, 4, 1),
+      on_linear("residual.cross", 7, TokenScope::video, 1, 10, 1, 10, 1),
+      on_linear("norm2+modulate", 8, TokenScope::video, 1, 30, 5, 6, 1),
+      on_linear("gelu_tanh", 8, TokenScope::video, double(ffn) / double(d), 4, 1, 4, 1),
+      on_linear("gated_residual.ffn", 9, TokenScope::video, 1, 18, 2, 10, 1),
+  };
   return k;
 }
 
@@ -215,12 +303,26 @@ DitArchitecture hunyuan_video() {
   return a;
 }
 
+// Wan2.2 T2V-A14B: two experts, each a Wan2.1-14B-shaped transformer (published-measurements.md
+// "wan22-*": "two 14B experts, one active per step; same block shape as Wan2.1-14B"); the
+// high-noise expert runs the steps before the boundary 0.875 (step 35 of 40), the low-noise one
+// the rest.
+DitArchitecture wan22_a14b() {
+  DitArchitecture a = wan("wan2.2-t2v-a14b", "Wan2.2 T2V-A14B (two 14B experts)", 5120, 40, 13824, 40, 232'719'424);
+  a.experts = 2;
+  a.expert_boundary = 0.875;
+  a.source = "Wan-Video/Wan2.2 README.md (T2V-A14B: two experts of the Wan2.1-14B shape, boundary 0.875); "
+             "dit-architectures.md §2 (the Wan2.1-14B block)";
+  return a;
+}
+
 const std::vector<DitArchitecture>& registry() {
   static const std::vector<DitArchitecture> all = {
       flux_dev(),
       wan("wan2.1-t2v-14b", "Wan2.1 T2V-14B", 5120, 40, 13824, 40, 232'719'424),
       wan("wan2.1-t2v-1.3b", "Wan2.1 T2V-1.3B", 1536, 12, 8960, 30, 25'775'680),
       hunyuan_video(),
+      wan22_a14b(),
   };
   return all;
 }

@@ -45,6 +45,26 @@ struct BlockStage {
   AllToAllTensor tensor = AllToAllTensor::q;    ///< kind == all_to_all (skipped when P == 1)
 };
 
+/// A memory-bound (non-GEMM) operation of a block: norms, adaLN modulation, QK-norm, RoPE,
+/// activations, gated residuals, concatenations and the Ulysses pack/unpack copies. Its HBM
+/// traffic is rows · hidden · width_over_hidden · bytes_per_element, with rows those of `scope`
+/// on one rank (model/workload.cpp). Eager figures count the reads and writes of every PyTorch
+/// kernel the upstream forward code issues (fp32 upcasts included); fused figures are what one
+/// fused kernel per op reads and writes (torch.compile / SGLang fused kernels). The counts per op
+/// are in model/architecture.cpp with the code they come from.
+struct ElementwiseOp {
+  std::string name;
+  int attach_linear = -1;               ///< the linear whose stage includes it, or −1: the attention
+  AttentionKind attach_attention = AttentionKind::joint;  ///< the attention stage (attach_linear < 0)
+  TokenScope scope = TokenScope::video; ///< which rows it runs over
+  double width_over_hidden = 1;         ///< tensor width / d (F/d for an FFN activation)
+  double eager_bytes_per_element = 0;   ///< HBM bytes read + written per element, eager
+  int eager_kernels = 0;                ///< kernel launches, eager
+  double fused_bytes_per_element = 0;   ///< HBM bytes per element, compiled / fused
+  int fused_kernels = 0;                ///< kernel launches, compiled / fused
+  bool ulysses_only = false;            ///< only under sequence parallelism (P > 1)
+};
+
 /// A block kind (e.g. FLUX "double", "single"; Wan "attention_block").
 struct BlockKind {
   std::string name;
@@ -52,6 +72,7 @@ struct BlockKind {
   std::vector<LinearSpec> linears;    ///< every linear, in weight-layout order
   int64_t other_params = 0;           ///< non-linear parameters (norm scales, modulation tables)
   std::vector<BlockStage> program;    ///< execution order of linears, attentions, all-to-alls
+  std::vector<ElementwiseOp> elementwise;  ///< non-GEMM ops, each priced inside one stage
   /// Parameters of one block: Σ linear params + other_params.
   int64_t params() const;
 };
@@ -80,6 +101,11 @@ struct DitArchitecture {
   std::vector<BlockKind> block_kinds;   ///< in stack order (FLUX: double then single)
   int64_t non_block_params = 0;   ///< embedders, final layer (always resident)
   std::string source;             ///< where the shapes come from
+  /// Mixture-of-experts over timesteps (Wan2.2 A14B): `experts` full transformers of this shape,
+  /// one active per step; the first `expert_boundary` fraction of the steps run expert 0 (the
+  /// high-noise expert), the rest expert 1. Parameter and weight figures are per expert.
+  int experts = 1;
+  double expert_boundary = 0;
 
   int block_count() const;        ///< Σ kind counts
   int64_t params_total() const;   ///< Σ count·block params + non_block_params

@@ -570,6 +570,10 @@ json parameters_json(const Calibration& c) {
   put("compute_slowdown_collective", c.compute_slowdown_collective);
   put("gemm_efficiency", c.gemm_efficiency);
   put("attention_efficiency", c.attention_efficiency);
+  put("gemm_efficiency_scale", c.gemm_efficiency_scale);
+  put("attention_efficiency_scale", c.attention_efficiency_scale);
+  put("hbm_efficiency_scale", c.hbm_efficiency_scale);
+  put("host_kernel_issue_scale", c.host_kernel_issue_scale);
   return p;
 }
 
@@ -672,6 +676,10 @@ Calibration load_calibration(const std::string& path) {
       {"compute_slowdown_collective", &Calibration::compute_slowdown_collective, non_negative, "a non-negative slowdown fraction"},
       {"gemm_efficiency", &Calibration::gemm_efficiency, fraction, "an efficiency in (0, 1]"},
       {"attention_efficiency", &Calibration::attention_efficiency, fraction, "an efficiency in (0, 1]"},
+      {"gemm_efficiency_scale", &Calibration::gemm_efficiency_scale, positive, "a positive scale"},
+      {"attention_efficiency_scale", &Calibration::attention_efficiency_scale, positive, "a positive scale"},
+      {"hbm_efficiency_scale", &Calibration::hbm_efficiency_scale, positive, "a positive scale"},
+      {"host_kernel_issue_scale", &Calibration::host_kernel_issue_scale, positive, "a positive scale"},
   };
   for (auto it = p.begin(); it != p.end(); ++it) {
     const Spec* s = nullptr;
@@ -783,6 +791,11 @@ void apply_calibration(const Calibration& c, NodeSpec& node) {
   }
   if (c.compute_slowdown_h2d) node.compute_slowdown_h2d = *c.compute_slowdown_h2d;
   if (c.compute_slowdown_collective) node.compute_slowdown_collective = *c.compute_slowdown_collective;
+  if (c.gemm_efficiency_scale) node.gemm_efficiency = std::min(1.0, node.gemm_efficiency * *c.gemm_efficiency_scale);
+  if (c.attention_efficiency_scale)
+    node.attention_efficiency = std::min(1.0, node.attention_efficiency * *c.attention_efficiency_scale);
+  if (c.hbm_efficiency_scale) node.hbm_efficiency = std::min(1.0, node.hbm_efficiency * *c.hbm_efficiency_scale);
+  if (c.host_kernel_issue_scale) node.host_kernel_issue_s *= *c.host_kernel_issue_scale;
   validate(node, c.file, "/node");
 }
 

@@ -99,6 +99,11 @@ struct Calibration {
   std::optional<double> compute_slowdown_h2d, compute_slowdown_collective;
   std::optional<double> gemm_efficiency, attention_efficiency;
   std::vector<GemmEfficiencyTable> gemm_tables;
+  /// Scales fitted on published records (`chunkflow validate --published --calibrate-on`,
+  /// model/calibration_published.hpp), GPU-independent: they multiply the node's catalogue
+  /// figures (efficiencies clamped to 1) instead of replacing them.
+  std::optional<double> gemm_efficiency_scale, attention_efficiency_scale, hbm_efficiency_scale,
+      host_kernel_issue_scale;
 
   const CalibrationFit* fit(const std::string& name) const;  ///< nullptr if absent
 };

@@ -73,6 +73,11 @@ void validate(const NodeSpec& n, const std::string& file, const std::string& pre
       throw InputError(file, prefix + name, "expected an efficiency in (0, 1], got " + format_number(value));
   }
   require_positive(n.compute_launch_s, true, file, prefix + "/compute_launch_s", "number of seconds");
+  if (!(n.hbm_efficiency > 0 && n.hbm_efficiency <= 1))
+    throw InputError(file, prefix + "/hbm_efficiency", "expected an efficiency in (0, 1], got " + format_number(n.hbm_efficiency));
+  require_positive(n.host_kernel_issue_s, true, file, prefix + "/host_kernel_issue_s", "number of seconds");
+  if (n.sm_count < 0)
+    throw InputError(file, prefix + "/sm_count", "expected a non-negative integer (0: unknown), got " + std::to_string(n.sm_count));
   require_positive(n.copy_engine_bytes_per_s, false, file, prefix + "/copy_engine_bytes_per_s", "number of bytes/s");
   require_positive(n.h2d_latency_s, true, file, prefix + "/h2d_latency_s", "number of seconds");
   require_positive(n.collective_flow_bytes_per_s, false, file, prefix + "/collective_flow_bytes_per_s",

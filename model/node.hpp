@@ -92,9 +92,25 @@ struct NodeSpec {
   double peak_flop_per_s = 0;         ///< dense bf16 tensor-core peak per GPU
   double hbm_bytes_per_s = 0;         ///< device memory bandwidth (memory-bound small GEMMs)
   double gpu_memory_bytes = 0;
-  double gemm_efficiency = 0;         ///< η_comp for linears (achieved / peak)
-  double attention_efficiency = 0;    ///< η for attention
-  double compute_launch_s = 0;        ///< fixed cost per compute op (kernel launch + tail)
+  /// η of GEMMs at the best shape (sustained achieved / peak); model/kernel_model.hpp multiplies
+  /// it by the shape's wave-quantization and pipeline-fill factors.
+  double gemm_efficiency = 0;
+  /// η of the best attention kernel of this GPU at long sequences, head dim 128 (FA3 on Hopper,
+  /// FA2 elsewhere); the kernel model scales it by kernel and sequence length.
+  double attention_efficiency = 0;
+  double compute_launch_s = 0;        ///< GPU-side cost per kernel launch (gap + tail), s
+  /// Streaming multiprocessors per GPU (wave quantization); 0 = unknown, no quantization.
+  int sm_count = 0;
+  /// "hopper", "ampere", "ada", ... (selects the default attention kernel); "" = unknown.
+  std::string gpu_architecture;
+  /// Achieved / datasheet HBM bandwidth of streaming elementwise kernels, in (0, 1]: 89–93 %
+  /// measured (gpu-catalogue.md §2.4: H20 92.8 %, RTX 4090 91 %, A800 89 %) → 0.90.
+  double hbm_efficiency = 0.9;
+  /// Host (CPU) time to issue one kernel from eager PyTorch, s: a forward whose kernels take less
+  /// GPU time than this × their count is CPU-bound (model/published_predict.hpp). 45 µs: fitted on
+  /// the published record xdit-flux-u4-eager ((4.24 s − 23 ms text/VAE) / 28 steps / 3306 kernels);
+  /// the CUDA-level part alone is "5–10 µs" (code-review-3fa5e28.md §1.3), the rest is Python.
+  double host_kernel_issue_s = 45e-6;
   std::vector<VertexSpec> vertices;   ///< vertices besides "host" and the GPUs (sockets, switches, ...)
   std::vector<LinkSpec> links;        ///< topology; GPU i is vertex "gpu<i>", the host "host"
   double copy_engine_bytes_per_s = 0; ///< per-flow cap of a copy-engine H2D/D2H transfer

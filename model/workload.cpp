@@ -141,7 +141,12 @@ const char* tensor_name(AllToAllTensor t) {
 }
 
 // One block of kind `k` as one rank runs it (block index filled in by the caller).
-BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards& s, int dtype_bytes) {
+// Rows of an elementwise op's scope on one rank, per sample. Wan's cross-attention query norm
+// and the other video-scope ops run on S_v_loc rows; joint-scope ops on the joint shard.
+double elementwise_rows(const Shards& s, TokenScope scope) { return double(rows(s, scope)); }
+
+BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards& s, int dtype_bytes,
+                     const Workload& w) {
   BlockCost b;
   const double dt = double(dtype_bytes);
   // Flat weight layout: linears in `linears` order, each weight then bias, other params last.
@@ -172,6 +177,7 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
         c.name = attention_name(st.attention);
         c.attention = attention_shape(a, s, st.attention);
         c.flop = c.attention.flop();
+        c.attention_kernel = w.attention;
         b.attention_flop += c.flop;
         break;
       case BlockStage::Kind::all_to_all: {
@@ -182,6 +188,19 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
         b.all_to_all_bytes += c.all_to_all_buffer_bytes;
         break;
       }
+    }
+    c.dtype_bytes = dtype_bytes;
+    // The block's elementwise ops attached to this stage (ArchitectureElementwiseOp).
+    for (const ElementwiseOp& op : k.elementwise) {
+      if (op.ulysses_only && s.p == 1) continue;
+      const bool here = st.kind == BlockStage::Kind::linear
+                            ? op.attach_linear == st.linear_index
+                            : (st.kind == BlockStage::Kind::attention && op.attach_linear < 0 &&
+                               op.attach_attention == st.attention);
+      if (!here) continue;
+      const double elements = elementwise_rows(s, op.scope) * double(a.hidden) * op.width_over_hidden;
+      c.elementwise_bytes += elements * (w.compiled ? op.fused_bytes_per_element : op.eager_bytes_per_element);
+      c.elementwise_kernels += w.compiled ? op.fused_kernels : op.eager_kernels;
     }
     b.stages.push_back(std::move(c));
   }
@@ -259,9 +278,33 @@ void validate(const Workload& w, const std::string& file, const std::string& pre
                              std::pair{"/frames", double(w.frames)}, std::pair{"/batch", double(w.batch)},
                              std::pair{"/ulysses_degree", double(w.ulysses_degree)}})
     check_range(value, std::string("/workload") + name, file, prefix + name);
+  if (w.text_tokens < 0 || w.text_tokens > 1'000'000)
+    throw InputError(file, prefix + "/text_tokens",
+                     "expected 0 (the model's default) or a token count in [1, 1000000], got " +
+                         std::to_string(w.text_tokens));
   if (w.dtype_bytes < 1)
     throw InputError(file, prefix + "/dtype_bytes",
                      "expected a positive number of bytes per element, got " + std::to_string(w.dtype_bytes));
+}
+
+AttentionKernel attention_kernel_from(const std::string& name, const std::string& file, const std::string& field) {
+  if (name == "auto") return AttentionKernel::automatic;
+  if (name == "fa2") return AttentionKernel::fa2;
+  if (name == "fa3") return AttentionKernel::fa3;
+  if (name == "sdpa") return AttentionKernel::sdpa;
+  if (name == "sage") return AttentionKernel::sage;
+  throw InputError(file, field, "expected one of auto, fa2, fa3, sdpa, sage, got \"" + name + "\"");
+}
+
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::automatic: return "auto";
+    case AttentionKernel::fa2: return "fa2";
+    case AttentionKernel::fa3: return "fa3";
+    case AttentionKernel::sdpa: return "sdpa";
+    case AttentionKernel::sage: return "sage";
+  }
+  return "auto";
 }
 
 TokenCounts tokens(const Workload& w) {
@@ -275,11 +318,11 @@ TokenCounts tokens(const Workload& w) {
   if (__builtin_mul_overflow(w.height / spatial, w.width / spatial, &spatial_tokens) ||
       __builtin_mul_overflow(latent_frames / a.patch_temporal, spatial_tokens, &video) ||
       __builtin_mul_overflow(ceil_div(video, w.ulysses_degree), int64_t(w.ulysses_degree), &padded) ||
-      __builtin_mul_overflow(padded + a.text_tokens, w.batch, &spatial_tokens))
+      __builtin_mul_overflow(padded + (w.text_tokens > 0 ? w.text_tokens : a.text_tokens), w.batch, &spatial_tokens))
     throw InputError("", "/workload", "the token count of this shape overflows 64-bit integers");
   TokenCounts t;
   t.video = video;
-  t.text = a.text_tokens;
+  t.text = w.text_tokens > 0 ? w.text_tokens : a.text_tokens;
   t.video_padded = padded;
   return t;
 }
@@ -294,7 +337,7 @@ ForwardCost forward_cost(const Workload& w) {
   f.tokens = t;
   std::vector<BlockCost> per_kind;
   for (const BlockKind& k : a.block_kinds) {
-    per_kind.push_back(block_cost(a, k, s, w.dtype_bytes));
+    per_kind.push_back(block_cost(a, k, s, w.dtype_bytes, w));
     const ActivationBytes act = block_activation_bytes(per_kind.back(), k, w.dtype_bytes, a.hidden);
     if (act.total > f.activation_bytes) {
       f.activation_bytes = act.total;

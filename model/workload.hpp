@@ -9,6 +9,18 @@
 
 namespace chunkflow {
 
+/// The attention kernel a stack runs (issue 10 §2). `automatic`: FlashAttention-3 on Hopper,
+/// FlashAttention-2 elsewhere (FA3 needs Hopper's wgmma/TMA). `sdpa` is PyTorch's
+/// scaled_dot_product_attention, whose flash backend runs FlashAttention-2 kernels; `sage` is
+/// SageAttention (INT8 QKᵀ). Efficiencies by kernel are in model/kernel_model.hpp.
+enum class AttentionKernel { automatic, fa2, fa3, sdpa, sage };
+
+/// "auto", "fa2", "fa3", "sdpa", "sage". Throws InputError(file, field, ...) naming the
+/// expected values for anything else.
+AttentionKernel attention_kernel_from(const std::string& name, const std::string& file = "",
+                                      const std::string& field = "--attention");
+const char* attention_kernel_name(AttentionKernel k);
+
 struct Workload {
   std::string model = "wan2.1-t2v-14b";  ///< architecture id
   int64_t batch = 1;                      ///< B per forward
@@ -17,6 +29,9 @@ struct Workload {
   int64_t frames = 81;                    ///< 4k+1 for video models, 1 for image models
   int ulysses_degree = 1;                 ///< P
   int dtype_bytes = 2;                    ///< bf16
+  int64_t text_tokens = 0;                ///< T entering the blocks; 0 = the architecture's default
+  AttentionKernel attention = AttentionKernel::automatic;  ///< `--attention`
+  bool compiled = false;                  ///< `--compile`: elementwise ops fused (fewer bytes, launches)
 };
 
 /// Token counts of one forward (dit-architectures.md §4).
@@ -38,6 +53,11 @@ TokenCounts tokens(const Workload& w);
 struct GemmShape {
   int64_t m = 0, k = 0, n = 0;
   double flop() const { return 2.0 * double(m) * double(k) * double(n); }
+  /// HBM bytes of one pass: read A [m×k] and W [k×n], write C [m×n], `dtype_bytes` each
+  /// (bias and the fused epilogue not counted).
+  double bytes(int dtype_bytes) const {
+    return double(dtype_bytes) * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
+  }
 };
 
 /// An attention on one rank: batch·heads independent [q × hd]·[hd × kv] and [q × kv]·[kv × hd];
@@ -60,6 +80,12 @@ struct StageCost {
   double weight_bytes = 0;     ///< bytes of this linear's weights+bias (linear stages)
   double weight_offset_bytes = 0; ///< offset of those weights in the block's flat weight layout
   double all_to_all_buffer_bytes = 0; ///< per-rank buffer 2·B·S_loc·d (all_to_all stages)
+  /// HBM bytes of the memory-bound (non-GEMM) ops priced inside this stage (norms, modulation,
+  /// RoPE, activations, residuals; DitArchitecture ElementwiseOp), eager or fused per the workload.
+  double elementwise_bytes = 0;
+  int elementwise_kernels = 0;        ///< their kernel launches
+  AttentionKernel attention_kernel = AttentionKernel::automatic;  ///< attention stages
+  int dtype_bytes = 2;                ///< bytes per activation/weight element (GEMM traffic)
 };
 
 /// A block as one rank of a P-way Ulysses group runs it: stages in program order, all-to-alls

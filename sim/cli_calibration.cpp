@@ -25,6 +25,7 @@
 #include "sim/sweep.hpp"
 #include "sim/tune.hpp"
 #include "sim/validate.hpp"
+#include "sim/validate_published.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/compare.hpp"
 
@@ -190,6 +191,12 @@ void do_compare(const CliContext& context, const CompareOptions& o) {
 struct ValidateOptions {
   std::string measured_dir, calibration, plot_png, json_out;
   bool json_stdout = false;
+  // --published (issue 10 §4)
+  bool published = false;
+  std::string published_dir;
+  std::vector<std::string> ids, calibrate_on;
+  std::string calibration_out = "out/published-calibration.json";
+  bool plot = true;
 };
 
 json validation_json(const CliContext& context, const ValidateOptions& o, const ValidationResult& v) {
@@ -218,7 +225,166 @@ json validation_json(const CliContext& context, const ValidateOptions& o, const 
   return j;
 }
 
+std::vector<std::string> split_ids(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    std::stringstream ss(item);
+    std::string id;
+    while (std::getline(ss, id, ','))
+      if (!id.empty()) out.push_back(id);
+  }
+  return out;
+}
+
+std::string human(double v, const std::string& unit) {
+  if (unit == "bytes") return fixed(v / 1e9, 2) + " GB";
+  if (unit == "bytes_per_s") return fixed(v / 1e9, 2) + " GB/s";
+  if (v < 1) return fixed(v * 1e3, 1) + " ms";
+  return fixed(v, 2) + " s";
+}
+
+json stats_json(const ErrorStats& s) {
+  return {{"records", s.records}, {"mean_abs_error", s.mean_abs_error}, {"max_abs_error", s.max_abs_error},
+          {"worst_id", s.worst_id}};
+}
+
+void do_validate_published(const CliContext& context, const ValidateOptions& o) {
+  const std::string dir = find_published_dir(o.published_dir, context.program_dir);
+  const std::vector<PublishedRecord> records = load_published_records(dir);
+  const std::vector<std::string> ids = split_ids(o.ids), fit_ids = split_ids(o.calibrate_on);
+  PublishedScales scales;
+  std::vector<std::string> fitted;
+  json fit_j = nullptr;
+  if (!fit_ids.empty() && !o.calibration.empty())
+    throw InputError("", "--calibrate-on", "expected either --calibrate-on or --calibration, not both");
+  if (!fit_ids.empty()) {
+    const PublishedFit fit = fit_published(records, fit_ids);
+    scales = fit.scales;
+    fitted = fit.fitted_ids;
+    fit_j = {{"fitted_ids", fit.fitted_ids}, {"iterations", fit.iterations}, {"rms_log_residual", fit.rms_log_residual}};
+    for (size_t j = 0; j < fit.values.size(); ++j)
+      fit_j["scales"][fit.parameter_names[j]] = {
+          {"value", fit.values[j]},
+          {"relative_standard_error", std::isfinite(fit.relative_standard_error[j]) ? json(fit.relative_standard_error[j]) : json(nullptr)}};
+    const Calibration c = published_calibration(fit, records);
+    if (!o.calibration_out.empty()) {
+      const fs::path parent = fs::path(o.calibration_out).parent_path();
+      if (!parent.empty()) fs::create_directories(parent);
+      write_file_atomic(o.calibration_out, calibration_to_json(c, context_block(context.command_line).dump()));
+      fit_j["calibration_file"] = o.calibration_out;
+    }
+  } else if (!o.calibration.empty()) {
+    const Calibration c = load_calibration(o.calibration);
+    scales.gemm = c.gemm_efficiency_scale.value_or(1.0);
+    scales.attention = c.attention_efficiency_scale.value_or(1.0);
+    scales.hbm = c.hbm_efficiency_scale.value_or(1.0);
+    scales.host = c.host_kernel_issue_scale.value_or(1.0);
+    for (const CalibrationSource& src : c.sources)
+      if (src.context.count("record")) fitted.push_back(src.context.at("record"));
+  }
+  const PublishedValidation v = validate_published(records, ids, scales, fitted);
+  json j = json::object();
+  j["context"] = context_block(context.command_line);
+  j["published_dir"] = dir;
+  j["calibration"] = fit_j;
+  j["scales"] = {{"gemm", scales.gemm}, {"attention", scales.attention}, {"hbm", scales.hbm}, {"host", scales.host}};
+  j["time_all"] = stats_json(v.time_all);
+  j["time_held_out"] = stats_json(v.time_held_out);
+  j["time_fitted"] = stats_json(v.time_fitted);
+  j["memory"] = stats_json(v.memory);
+  j["bandwidth"] = stats_json(v.other);
+  json rows = json::array();
+  for (const PublishedRow& r : v.rows) {
+    const PublishedRecord& rec = r.record;
+    rows.push_back({{"id", rec.id},
+                    {"gpu", rec.gpu},
+                    {"gpu_count", rec.gpu_count},
+                    {"model", rec.workload.model},
+                    {"measures", published_measure_name(rec.measures)},
+                    {"unit", rec.unit},
+                    {"published", rec.value},
+                    {"predicted", r.prediction.predicted},
+                    {"error", r.prediction.error},
+                    {"dominant", r.prediction.dominant},
+                    {"parts", r.prediction.parts},
+                    {"forward_time_s", r.prediction.forward_time_s},
+                    {"used_for_fitting", r.used_for_fitting},
+                    {"source", rec.source},
+                    {"caveats", rec.caveats}});
+  }
+  j["records"] = rows;
+  json series = json::array();
+  for (const ScalingSeries& s : v.series) {
+    json pts = json::array();
+    for (const ScalingPoint& p : s.points)
+      pts.push_back({{"id", p.id}, {"gpu_count", p.gpu_count}, {"published_speedup", p.published_speedup},
+                     {"predicted_speedup", p.predicted_speedup}, {"error", p.error}});
+    series.push_back({{"name", s.name}, {"points", pts}});
+  }
+  j["series"] = series;
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, j.dump(2) + "\n");
+  if (o.json_stdout) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::vector<std::vector<std::string>> cells;
+    for (const PublishedRow& r : v.rows)
+      cells.push_back({r.record.id, std::to_string(r.record.gpu_count) + "x " + r.record.gpu, published_measure_name(r.record.measures),
+                       human(r.record.value, r.record.unit), human(r.prediction.predicted, r.record.unit),
+                       pct(r.prediction.error), r.prediction.dominant, r.used_for_fitting ? "fit" : ""});
+    std::cout << "published records in " << dir << " (" << v.rows.size() << ")"
+              << (fitted.empty() ? ", uncalibrated (catalogue figures and cited curves)" : ", calibrated") << "\n\n"
+              << format_table({"id", "hardware", "measures", "published", "predicted", "error", "dominant", "use"},
+                              {"", "", "", "", "", "%", "", ""}, cells);
+    auto line = [](const char* what, const ErrorStats& s) {
+      return std::string(what) + ": " + std::to_string(s.records) + " records, mean |error| " + pct(s.mean_abs_error) +
+             " %, max |error| " + pct(s.max_abs_error) + " % (" + (s.worst_id.empty() ? "-" : s.worst_id) + ")\n";
+    };
+    std::cout << "\n" << line("time, all", v.time_all);
+    if (!fitted.empty()) std::cout << line("time, fitted on", v.time_fitted) << line("time, held out", v.time_held_out);
+    if (v.memory.records) std::cout << line("peak memory", v.memory);
+    if (v.other.records) std::cout << line("bandwidth", v.other);
+    if (!v.series.empty()) {
+      std::vector<std::vector<std::string>> sc;
+      for (const ScalingSeries& s : v.series)
+        for (const ScalingPoint& p : s.points)
+          if (p.gpu_count != s.points.front().gpu_count)
+            sc.push_back({s.name, std::to_string(s.points.front().gpu_count) + "->" + std::to_string(p.gpu_count),
+                          fixed(p.published_speedup, 2), fixed(p.predicted_speedup, 2), pct(p.error)});
+      std::cout << "\nscaling series\n"
+                << format_table({"series", "gpus", "published", "predicted", "error"}, {"", "", "x", "x", "%"}, sc);
+    }
+    if (fit_j.is_object()) {
+      std::cout << "\nfitted scales (relative standard error):";
+      for (auto it = fit_j["scales"].begin(); it != fit_j["scales"].end(); ++it)
+        std::cout << " " << it.key() << " " << fixed((*it)["value"].get<double>(), 3) << " ("
+                  << ((*it)["relative_standard_error"].is_number() ? pct((*it)["relative_standard_error"].get<double>()) + " %" : "unconstrained")
+                  << ")";
+      std::cout << "\n";
+      if (fit_j.contains("calibration_file")) std::cout << "wrote " << fit_j["calibration_file"].get<std::string>() << "\n";
+    }
+  }
+  if (o.plot && !o.plot_png.empty()) {
+    const fs::path parent = fs::path(o.plot_png).parent_path();
+    if (!parent.empty()) fs::create_directories(parent);
+    const std::string js = o.json_out.empty()
+                               ? (fs::temp_directory_path() / ("chunkflow-published-" + std::to_string(::getpid()) + ".json")).string()
+                               : o.json_out;
+    if (o.json_out.empty()) write_file_atomic(js, j.dump(2) + "\n");
+    plot(context, "plot_published.py", {js, o.plot_png}, o.plot_png);
+    if (o.json_out.empty()) {
+      std::error_code ec;
+      fs::remove(js, ec);
+    }
+    if (!o.json_stdout) std::cout << "wrote " << o.plot_png << "\n";
+  }
+}
+
 void do_validate(const CliContext& context, const ValidateOptions& o) {
+  if (o.published) {
+    do_validate_published(context, o);
+    return;
+  }
+  if (o.measured_dir.empty()) throw InputError("", "--measured", "expected a folder of measured runs (or --published)");
   const auto runs = find_measured_runs(o.measured_dir);
   const ValidationResult v = validate_runs(runs, o.calibration);
   const json j = validation_json(context, o, v);
@@ -360,14 +526,31 @@ void register_calibration_commands(CLI::App& app, const CliContext& context) {
     cmd->callback([o, context] { do_compare(context, *o); });
   }
   {
-    auto* cmd = app.add_subcommand("validate", "Re-simulate every measured run of a folder and report the step-time error");
+    auto* cmd = app.add_subcommand("validate",
+                                   "Re-simulate every measured run of a folder (--measured) or predict every published record "
+                                   "(--published) and report the error");
     auto o = std::make_shared<ValidateOptions>();
-    cmd->add_option("--measured", o->measured_dir, "Folder of measured runs (e.g. traces/measured/<device>)")->required();
-    cmd->add_option("--calibration", o->calibration, "Calibration JSON applied to every run's node");
+    auto* measured = cmd->add_option("--measured", o->measured_dir, "Folder of measured runs (e.g. traces/measured/<device>)");
+    auto* published = cmd->add_flag("--published", o->published,
+                                    "Predict the published records (traces/published) instead of measured runs");
+    measured->excludes(published);
+    cmd->add_option("--published-dir", o->published_dir, "Folder of published records (default: traces/published)");
+    cmd->add_option("--ids", o->ids, "With --published: only these record ids (comma-separated or repeated)");
+    cmd->add_option("--calibrate-on", o->calibrate_on,
+                    "With --published: fit the model's scales on these record ids only; report held-out error apart");
+    cmd->add_option("--calibration-out", o->calibration_out, "With --calibrate-on: the calibration file to write")
+        ->capture_default_str();
+    cmd->add_option("--calibration", o->calibration, "Calibration JSON applied to every run's node (or the published scales)");
     cmd->add_option("--out", o->json_out, "Also write the JSON to this file");
-    cmd->add_option("--plot", o->plot_png, "Also draw predicted against measured to this PNG (scripts/plot_validation.py)");
+    cmd->add_option("--plot", o->plot_png,
+                    "Also draw predicted against measured to this PNG (--published default: out/published.png)");
+    cmd->add_flag("!--no-plot", o->plot, "With --published: do not draw the plot");
     cmd->add_flag("--json", o->json_stdout, "Print one JSON object");
-    cmd->callback([o, context] { do_validate(context, *o); });
+    cmd->callback([o, context] {
+      ValidateOptions opts = *o;
+      if (opts.published && opts.plot_png.empty()) opts.plot_png = "out/published.png";
+      do_validate(context, opts);
+    });
   }
   {
     auto* cmd = app.add_subcommand("tune", "Choose policy, chunk size and resident fraction under a per-GPU memory budget");

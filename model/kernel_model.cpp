@@ -1,0 +1,121 @@
+// The kernel-aware compute model; formulas in model/kernel_model.hpp.
+#include "model/kernel_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace chunkflow {
+
+namespace {
+
+// CTA tiles cuBLAS/CUTLASS choose among for bf16 GEMMs, with the throughput a tile reaches
+// relative to the largest one when the SMs are full. 128×256 is the largest Hopper warp-specialized
+// tile (CUTLASS sm90 kernels); smaller tiles re-read more operand bytes per FLOP and reach less:
+// 128×128 0.93, 64×128 0.80 (assumed). The heuristic picks the tile with the best product.
+struct Tile {
+  double m, n, intrinsic;
+};
+constexpr std::array<Tile, 3> kTiles = {{{128, 256, 1.0}, {128, 128, 0.93}, {64, 128, 0.80}}};
+
+// Pipeline fill and epilogue per output tile, expressed as K elements of main loop: a tile of
+// K = k runs at k / (k + kGemmKFill) of its steady rate. 256 = 4 iterations of a 64-deep K stage
+// (assumed; a 8192³ GEMM, where MAMF is measured, loses 3 %).
+constexpr double kGemmKFill = 256;
+
+// FlashAttention-3 paper (Shah et al. 2024, Fig. 5), H100 80GB SXM5, forward, head dim 128,
+// non-causal, TFLOP/s at KV lengths 512 .. 16k (B·S = 16k, 16 heads):
+constexpr std::array<double, 6> kSeqLen = {512, 1024, 2048, 4096, 8192, 16384};
+constexpr std::array<double, 6> kFa3TflopS = {467, 565, 625, 638, 646, 648};
+constexpr std::array<double, 6> kFa2TflopS = {309, 350, 362, 368, 370, 370};  // FlashAttention-2, same figure
+// SageAttention: "about 2.1 times" FlashAttention-2 (Zhang et al. 2024, SageAttention abstract),
+// INT8 QKᵀ; applied to the FA2 curve of the GPU.
+constexpr double kSageOverFa2 = 2.1;
+// Head dims other than 128: FlashAttention papers report hd 64 at roughly 0.8× the hd-128 rate
+// (fewer FLOPs per loaded tile); assumed linear in between, no gain above 128.
+constexpr double kHeadDim64Factor = 0.8;
+
+// Piecewise-linear interpolation in log2(S), flat above 16k; below 512 (outside the figure) the
+// rate falls as sqrt(S/512) (assumed: fixed per-tile work over fewer KV blocks).
+double curve_at(const std::array<double, 6>& y, double s) {
+  if (s <= kSeqLen.front()) return y.front() * std::sqrt(std::max(s, 1.0) / kSeqLen.front());
+  if (s >= kSeqLen.back()) return y.back();
+  const double x = std::log2(s);
+  for (size_t i = 1; i < kSeqLen.size(); ++i) {
+    if (s <= kSeqLen[i]) {
+      const double x0 = std::log2(kSeqLen[i - 1]), x1 = std::log2(kSeqLen[i]);
+      return y[i - 1] + (y[i] - y[i - 1]) * (x - x0) / (x1 - x0);
+    }
+  }
+  return y.back();
+}
+
+bool is_hopper(const NodeSpec& node) { return node.gpu_architecture == "hopper"; }
+
+}  // namespace
+
+AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSpec& node) {
+  switch (requested) {
+    case AttentionKernel::automatic:
+      return node.gpu_architecture.empty() || is_hopper(node) ? AttentionKernel::fa3 : AttentionKernel::fa2;
+    case AttentionKernel::fa3:
+      return node.gpu_architecture.empty() || is_hopper(node) ? AttentionKernel::fa3 : AttentionKernel::fa2;
+    case AttentionKernel::sdpa:
+      return AttentionKernel::fa2;
+    default:
+      return requested;
+  }
+}
+
+double gemm_shape_factor(const GemmShape& g, const NodeSpec& node) {
+  if (g.m <= 0 || g.k <= 0 || g.n <= 0) return 1.0;
+  const double fill = double(g.k) / (double(g.k) + kGemmKFill);
+  if (node.sm_count <= 0) return fill;
+  const double sms = double(node.sm_count);
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double tiles = std::ceil(double(g.m) / t.m) * std::ceil(double(g.n) / t.n);
+    const double waves = std::ceil(tiles / sms);
+    best = std::max(best, t.intrinsic * tiles / (waves * sms));
+  }
+  return best * fill;
+}
+
+double gemm_efficiency(const GemmShape& g, const NodeSpec& node) {
+  return node.gemm_efficiency * gemm_shape_factor(g, node);
+}
+
+double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node) {
+  const AttentionKernel k = resolve_attention_kernel(kernel, node);
+  const bool hopper = node.gpu_architecture.empty() || is_hopper(node);
+  // node.attention_efficiency is the GPU's best kernel at long sequences: FA3 on Hopper, FA2 elsewhere.
+  const std::array<double, 6>& best = hopper ? kFa3TflopS : kFa2TflopS;
+  const std::array<double, 6>& mine = k == AttentionKernel::fa3 ? kFa3TflopS : kFa2TflopS;
+  const bool shape_known = a.q_tokens > 0 && a.kv_tokens > 0;
+  const double s = shape_known ? double(a.kv_tokens) : kSeqLen.back();
+  double f = curve_at(mine, s) / best.back();
+  if (k == AttentionKernel::sage) f *= kSageOverFa2;
+  if (shape_known && node.sm_count > 0) {
+    // Occupancy: one CTA per 128 query rows per (batch, head); fewer CTAs than SMs leave SMs idle.
+    const double ctas = double(a.batch) * double(a.heads) * std::ceil(double(a.q_tokens) / 128.0);
+    f *= std::min(1.0, ctas / double(node.sm_count));
+  }
+  if (a.head_dim > 0 && a.head_dim < 128)
+    f *= kHeadDim64Factor + (1.0 - kHeadDim64Factor) * std::max(0.0, double(a.head_dim - 64)) / 64.0;
+  return f;
+}
+
+double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node) {
+  return node.attention_efficiency * attention_kernel_factor(a, kernel, node);
+}
+
+double elementwise_time_s(double bytes, int kernels, const NodeSpec& node) {
+  const double bw = node.hbm_efficiency * node.hbm_bytes_per_s;
+  return (bytes > 0 ? bytes / bw : 0.0) + double(kernels) * node.compute_launch_s;
+}
+
+int stage_kernels(const StageCost& stage) {
+  return (stage.stage.kind == BlockStage::Kind::all_to_all ? 0 : 1) + stage.elementwise_kernels;
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,44 @@
+#pragma once
+// The kernel-aware compute model behind stage_compute_time_s (issue 10 §2): per op, not per block.
+//
+//   GEMM [m×k]·[k×n]:  t = max(2mkn / (η_gemm(m,k,n) · P), bytes(m,k,n) / BW_hbm) + launch
+//     η_gemm = node.gemm_efficiency · wave(m, n, SMs) · k / (k + k_fill)
+//     wave   = best over CTA tiles τ of  intrinsic(τ) · tiles / (⌈tiles / SMs⌉ · SMs),
+//              tiles = ⌈m/τ_m⌉·⌈n/τ_n⌉  (tile and wave quantization; small m or n leave SMs idle)
+//   attention:         t = 4·B·H·q·kv·hd / (η_attn · P) + launch
+//     η_attn = node.attention_efficiency · curve(kernel, kv) / curve(best kernel of the GPU, ∞)
+//              · occupancy (CTAs = B·H·⌈q/128⌉ against the SMs) · head-dim factor
+//   elementwise:       t = bytes / (η_hbm · BW_hbm) + kernels · launch
+// Sources: every table and constant in kernel_model.cpp names its source or says "assumed" or
+// "fitted on <record ids>" (traces/published/).
+#include "model/node.hpp"
+#include "model/workload.hpp"
+
+namespace chunkflow {
+
+/// The kernel a stage runs on `node`: `automatic` → FA3 on Hopper, FA2 elsewhere; FA3 requested on a
+/// GPU that is not Hopper falls back to FA2 (FA3 needs wgmma/TMA); sdpa → FA2 kernels.
+AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSpec& node);
+
+/// Shape factor of a GEMM in (0, 1] (wave quantization × pipeline fill): η_gemm / node.gemm_efficiency.
+/// 1 when the shape is unknown (m, k or n ≤ 0) or node.sm_count is 0.
+double gemm_shape_factor(const GemmShape& g, const NodeSpec& node);
+
+/// Achieved / peak of a GEMM: node.gemm_efficiency · gemm_shape_factor.
+double gemm_efficiency(const GemmShape& g, const NodeSpec& node);
+
+/// Attention throughput relative to node.attention_efficiency for `kernel` at the shape's KV length
+/// (and occupancy), from the FlashAttention-3 paper's H100 curves; 1 for an unknown shape with the
+/// GPU's best kernel. Sage returns > 1 (INT8 QKᵀ).
+double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node);
+
+/// Achieved / peak of an attention: node.attention_efficiency · attention_kernel_factor.
+double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node);
+
+/// Time of memory-bound elementwise work: bytes / (hbm_efficiency · hbm_bytes_per_s) + kernels · launch.
+double elementwise_time_s(double bytes, int kernels, const NodeSpec& node);
+
+/// Kernel launches of a stage: 1 (its GEMM or attention; 0 for all-to-all) + its elementwise kernels.
+int stage_kernels(const StageCost& stage);
+
+}  // namespace chunkflow

@@ -1,0 +1,244 @@
+// Predictions for the published records; formulas in model/published_predict.hpp.
+#include "model/published_predict.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/analytical.hpp"
+#include "model/architecture.hpp"
+#include "model/error.hpp"
+#include "model/kernel_model.hpp"
+
+namespace chunkflow {
+
+namespace {
+
+// Host cost of a compiled (torch.compile / fused) kernel relative to an eager PyTorch op: the
+// Python dispatch is gone, the launch stays (assumed 0.4).
+constexpr double kCompiledHostFactor = 0.4;
+// yunchang ring attention: per ring step one flash-attention call, the out/LSE update (≈ 8
+// elementwise kernels) and a send/recv pair: 11 kernels (assumed from yunchang ring_flash_attn).
+constexpr int kRingKernelsPerStep = 11;
+// All-to-all bus bandwidth per GPU (bytes leaving one GPU per second), nccl-tests busbw:
+// 8× H100 SXM NVLink4 320 GB/s, 8× A100 SXM NVLink3 210 GB/s ([GTC25], gpu-catalogue.md §2.3);
+// H800 NVLink cut to 400 GB/s bidir: "160 usable" (DeepSeek-V3, gpu-catalogue.md §1); PCIe
+// boxes 12 GB/s (2×4 PCIe Gen5 all-to-all, [GTC25]).
+// All-gather (FSDP) ring busbw: 8× H100 370 GB/s, 8× A100 232 GB/s ([GTC24]).
+// Ring attention P2P one way: H100 NVLink 371 GB/s (p2pBandwidthLatencyTest, NVIDIA/nccl #1264).
+struct Interconnect {
+  double all_to_all_bytes_per_s, all_gather_bytes_per_s, p2p_bytes_per_s;
+};
+Interconnect interconnect(const std::string& gpu) {
+  if (gpu == "h100-sxm" || gpu == "h200" || gpu == "h20") return {320e9, 370e9, 371e9};
+  if (gpu == "h800-sxm") return {160e9, 160e9, 160e9};
+  if (gpu == "a100-sxm-80gb") return {210e9, 232e9, 230e9};
+  return {12e9, 24e9, 12e9};  // PCIe-only boxes
+}
+
+// Text encoders (parameters, tokens, prompts per generation). Parameter counts of the public
+// checkpoints (assumed from their sizes): T5-v1.1-XXL encoder 4.76e9 (FLUX, dit-architectures.md
+// §1 "T5-v1.1-XXL, 512 tokens"), umT5-XXL encoder 5.7e9 (Wan: models_t5_umt5-xxl-enc-bf16.pth,
+// 11.4 GB), LLaVA-Llama-3-8B 8.03e9 with 256 + 95 template tokens (HunyuanVideo, §1); CLIP-L
+// text 123e6 × 77 tokens beside T5/LLaVA. Wan encodes the prompt and the negative prompt.
+struct TextEncoder {
+  double params, tokens, prompts, clip_params, clip_tokens;
+};
+TextEncoder text_encoder(const std::string& model, double text_tokens) {
+  if (model.rfind("wan", 0) == 0) return {5.7e9, 512, 2, 0, 0};
+  if (model == "hunyuanvideo") return {8.03e9, 256 + 95, 1, 123e6, 77};
+  return {4.76e9, text_tokens, 1, 123e6, 77};
+}
+// A text encoder on the CPU (Wan --t5_cpu): 0.5 TFLOP/s fp32 on a workstation CPU (assumed).
+constexpr double kHostEncoderFlopPerS = 0.5e12;
+
+// VAE decoders: FLOPs per output pixel·frame, from their convolution stacks (3×3 convs, ~7 per
+// resolution level, channels 512/512/256/128 at 1/8 .. 1 of the image for FLUX's AutoencoderKL:
+// ≈ 7 MFLOP; Wan's causal 3D VAE, 3×3×3 convs, channels 384/384/192/96: ≈ 10 MFLOP; HunyuanVideo's
+// 3D VAE, 3×3×3 convs, channels 512/512/256/128, temporal compression at the low levels: ≈ 15
+// MFLOP; my arithmetic). Wan's VAE runs in fp32 (TF32 tensor cores: half the bf16 peak).
+// η_vae = 0.38: fitted on SGLang PR #16510 (Wan2.2 720p × 81 decode 26.28 s on one H20 with the
+// 10 MFLOP estimate and TF32), not on a record of the data set.
+constexpr double kVaeEfficiency = 0.38;
+double vae_flop_per_pixel(const std::string& model) {
+  if (model.rfind("wan", 0) == 0) return 10e6;
+  if (model == "hunyuanvideo") return 15e6;
+  return 7e6;
+}
+
+// Pageable host memory (a whole model's .to()): staged through a driver bounce buffer, "much
+// slower" than pinned (systems-and-hardware.md §3): half the pinned rate (assumed).
+constexpr double kPageableOverPinned = 0.5;
+
+struct ForwardParts {
+  double gemm = 0, attention = 0, elementwise = 0, launch = 0, collective = 0, fsdp = 0, offload = 0, non_block = 0;
+  double kernels = 0;
+  double gpu() const { return gemm + attention + elementwise + launch + collective + fsdp + offload + non_block; }
+};
+
+ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
+  Workload w = r.workload;
+  const int u = w.ulysses_degree, ring = r.ring_degree;
+  w.ulysses_degree = u * ring;  // per-rank shapes of USP: the sequence split u·r ways
+  const ForwardCost cost = forward_cost(w);
+  const Interconnect ic = interconnect(r.gpu);
+  const double hbm = n.hbm_efficiency * n.hbm_bytes_per_s;
+  ForwardParts f;
+  for (const BlockCost& b : cost.blocks) {
+    double block_s = 0;
+    for (const StageCost& st : b.stages) {
+      if (st.stage.kind == BlockStage::Kind::all_to_all) {
+        if (u > 1) {
+          const double t = n.collective_latency_s + double(u - 1) / double(u) * st.all_to_all_buffer_bytes / ic.all_to_all_bytes_per_s;
+          f.collective += t;
+          block_s += t;
+        }
+        continue;
+      }
+      StageCost s = st;
+      double ring_comm_s = 0;
+      if (st.stage.kind == BlockStage::Kind::attention && ring > 1 && st.attention.kv_tokens > 1) {
+        // Each ring step attends the local queries to one KV shard of kv/r tokens.
+        s.attention.kv_tokens = (st.attention.kv_tokens + ring - 1) / ring;
+        double buffer = 0;
+        for (const StageCost& a : b.stages)
+          if (a.stage.kind == BlockStage::Kind::all_to_all) buffer = std::max(buffer, a.all_to_all_buffer_bytes);
+        ring_comm_s = double(ring - 1) * 2.0 * buffer / ic.p2p_bytes_per_s;
+        f.kernels += double(ring * kRingKernelsPerStep);
+      }
+      const double t = stage_compute_time_s(s, n);
+      const double ew = s.elementwise_bytes / hbm;
+      const double launch = double(stage_kernels(s)) * n.compute_launch_s;
+      const double core = t - ew - launch;
+      (st.stage.kind == BlockStage::Kind::linear ? f.gemm : f.attention) += core;
+      f.elementwise += ew;
+      f.launch += launch;
+      f.kernels += stage_kernels(s);
+      const double exposed_ring = std::max(0.0, ring_comm_s - core);  // overlapped with the attention
+      f.collective += exposed_ring;
+      block_s += t + exposed_ring;
+    }
+    if (r.fsdp && r.gpu_count > 1) {
+      // FSDP all-gathers the next block's weights behind this block's compute.
+      const double p = double(r.gpu_count);
+      const double ag = (p - 1) / p * b.weight_bytes / ic.all_gather_bytes_per_s;
+      f.fsdp += std::max(0.0, ag - block_s);
+    }
+    if (r.offload == "layerwise" || r.offload == "group-offload-leaf") {
+      const double copy = b.weight_bytes / n.h2d_bytes_per_s(0) + n.h2d_latency_s;
+      f.offload += r.offload == "layerwise" ? std::max(0.0, copy - block_s) : copy;
+    }
+  }
+  // Non-block weights (embedders, time projection, final layer) read once per forward.
+  f.non_block = cost.non_block_weight_bytes / hbm;
+  return f;
+}
+
+double dit_weight_bytes_on_host(const PublishedRecord& r) {
+  const DitArchitecture& a = architecture(r.workload.model);
+  // Wan2.1 checkpoints are fp32 and stay so without --convert_model_dtype (dit-architectures.md §2
+  // "Weight dtype caveat"); Wan2.2's single-GPU command converts to bf16.
+  const double dtype = r.workload.model.rfind("wan2.1", 0) == 0 ? 4.0 : 2.0;
+  return double(a.params_total()) * dtype;
+}
+
+}  // namespace
+
+NodeSpec published_record_node(const PublishedRecord& r, const PublishedScales& s) {
+  NodeSpec n = published_node(r.gpu, r.gpu_count, r.file);
+  n.gemm_efficiency = std::min(1.0, n.gemm_efficiency * s.gemm);
+  n.attention_efficiency = std::min(1.0, n.attention_efficiency * s.attention);
+  n.hbm_efficiency = std::min(1.0, n.hbm_efficiency * s.hbm);
+  n.host_kernel_issue_s *= s.host;
+  return n;
+}
+
+double text_encode_time_s(const PublishedRecord& r, const NodeSpec& n) {
+  const TextEncoder e = text_encoder(r.workload.model, double(tokens(r.workload).text));
+  const double flop = e.prompts * 2.0 * (e.params * e.tokens + e.clip_params * e.clip_tokens);
+  if (r.text_encoder_on_cpu) return flop / kHostEncoderFlopPerS;
+  const double bytes = 2.0 * (e.params + e.clip_params);
+  return std::max(flop / (n.gemm_efficiency * n.peak_flop_per_s), bytes / n.hbm_bytes_per_s);
+}
+
+double vae_decode_time_s(const PublishedRecord& r, const NodeSpec& n) {
+  const Workload& w = r.workload;
+  const double pixels = double(w.height) * double(w.width) * double(w.frames) * double(w.batch);
+  const bool fp32 = w.model.rfind("wan", 0) == 0;
+  const double peak = n.peak_flop_per_s * (fp32 ? 0.5 : 1.0);
+  return pixels * vae_flop_per_pixel(w.model) / (kVaeEfficiency * peak);
+}
+
+PublishedPrediction predict_published(const PublishedRecord& r, const PublishedScales& scales) {
+  PublishedPrediction p;
+  p.id = r.id;
+  p.published = r.value;
+  const NodeSpec n = published_record_node(r, scales);
+  if (r.measures == PublishedMeasure::h2d_bandwidth) {
+    p.predicted = n.h2d_bytes_per_s(0);
+    p.parts["copy_engine_h2d"] = p.predicted;
+  } else if (r.measures == PublishedMeasure::peak_memory) {
+    Workload w = r.workload;
+    w.ulysses_degree *= r.ring_degree;
+    const ForwardCost cost = forward_cost(w);
+    double weights = cost.weight_bytes;
+    if (r.fsdp && r.gpu_count > 1) {
+      double block = 0;
+      for (const BlockCost& b : cost.blocks) block = std::max(block, b.weight_bytes);
+      weights = cost.weight_bytes / double(r.gpu_count) + 2.0 * block;  // shard + gathered block + prefetch
+    }
+    if (r.offload == "layerwise" || r.offload == "group-offload-leaf") {
+      double block = 0;
+      for (const BlockCost& b : cost.blocks) block = std::max(block, b.weight_bytes);
+      weights = cost.non_block_weight_bytes + 2.0 * block;
+    }
+    p.parts["weights"] = weights;
+    p.parts["activations"] = cost.activation_bytes;
+    p.predicted = weights + cost.activation_bytes;
+  } else {
+    const ForwardParts f = forward_parts(r, n);
+    const double gpu_s = f.gpu();
+    const double host_s = f.kernels * n.host_kernel_issue_s * (r.workload.compiled ? kCompiledHostFactor : 1.0);
+    const double forward_s = std::max(gpu_s, host_s);
+    p.forward_time_s = forward_s;
+    double mult = 1;
+    switch (r.measures) {
+      case PublishedMeasure::per_forward: mult = 1; break;
+      case PublishedMeasure::per_step: mult = r.forwards_per_step(); break;
+      case PublishedMeasure::denoise_total:
+      case PublishedMeasure::generation: mult = double(r.steps) * r.forwards_per_step(); break;
+      default: break;
+    }
+    p.parts["gemm"] = mult * f.gemm;
+    p.parts["attention"] = mult * f.attention;
+    p.parts["elementwise"] = mult * f.elementwise;
+    p.parts["launch"] = mult * f.launch;
+    p.parts["collective"] = mult * (f.collective + f.fsdp);
+    p.parts["offload"] = mult * f.offload;
+    p.parts["non_block"] = mult * f.non_block;
+    p.parts["host_bound"] = mult * std::max(0.0, host_s - gpu_s);
+    p.predicted = mult * forward_s;
+    if (r.measures == PublishedMeasure::generation) {
+      const double text = text_encode_time_s(r, n), vae = vae_decode_time_s(r, n);
+      double swap = 0;
+      if (r.offload == "whole-model-swap") {
+        // The DiT (each expert) moved on and off the GPU once per generation with pageable .to().
+        const double experts = double(architecture(r.workload.model).experts);
+        swap = 2.0 * experts * dit_weight_bytes_on_host(r) / (kPageableOverPinned * n.h2d_bytes_per_s(0));
+      }
+      p.parts["text_encode"] = text;
+      p.parts["vae_decode"] = vae;
+      p.parts["model_swap"] = swap;
+      p.predicted += text + vae + swap;
+    }
+  }
+  p.error = (p.predicted - p.published) / p.published;
+  double best = -1;
+  for (const auto& [k, v] : p.parts)
+    if (v > best) {
+      best = v;
+      p.dominant = k;
+    }
+  return p;
+}
+
+}  // namespace chunkflow

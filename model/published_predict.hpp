@@ -1,0 +1,53 @@
+#pragma once
+// Predictions for the published records (issue 10 §3, §4): one forward from the kernel model
+// (stage_compute_time_s per stage) plus the collectives of the record's layout, the host's kernel
+// issue bound, offload traffic, and for whole generations the text encoder and the VAE decoder.
+//
+//   forward   = max(GPU time, host issue time)
+//     GPU     = Σ_blocks [Σ_stages stage_compute_time_s + Ulysses all-to-alls + exposed ring and
+//               FSDP traffic] + non-block weights / HBM
+//     host    = kernels · host_kernel_issue_s (eager) or · kCompiledHostFactor (compiled)
+//   step      = forwards per step (2 with sequential CFG) · forward
+//   denoise   = steps · step
+//   generation = text encoding + denoise + VAE decode + whole-model swaps (pageable .to())
+// Offload: "layerwise" (SGLang): Σ_b max(T_comp(b), T_copy(b)); "group-offload-leaf" (diffusers,
+// host-side synchronize per group): Σ_b T_comp(b) + T_copy(b).
+// Every constant is in published_predict.cpp with its source, "assumed", or "fitted on <ids>".
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/published.hpp"
+
+namespace chunkflow {
+
+/// Free parameters of the published-record model, each a multiplier of the catalogue figure
+/// (1 = uncalibrated): GEMM ceiling, attention ceiling, HBM efficiency, host issue cost.
+struct PublishedScales {
+  double gemm = 1, attention = 1, hbm = 1, host = 1;
+};
+
+struct PublishedPrediction {
+  std::string id;
+  double predicted = 0;                 ///< in the record's unit
+  double published = 0;
+  double error = 0;                     ///< (predicted − published) / published, signed
+  std::string dominant;                 ///< the part with the largest share of the prediction
+  std::map<std::string, double> parts;  ///< seconds (or bytes) per part of the prediction
+  double forward_time_s = 0;            ///< one forward (time records)
+};
+
+/// Node of the record with the scales applied (efficiencies clamped to 1).
+NodeSpec published_record_node(const PublishedRecord& r, const PublishedScales& scales = {});
+
+/// Predicts one record. Throws InputError (naming the record's file) if it is not expressible.
+PublishedPrediction predict_published(const PublishedRecord& r, const PublishedScales& scales = {});
+
+/// Text-encoder time of one generation (all prompts), s: max(2·params·tokens / (η_gemm·peak),
+/// weight bytes / HBM) on the GPU, or FLOPs / kHostEncoderFlopPerS on the CPU.
+double text_encode_time_s(const PublishedRecord& r, const NodeSpec& n);
+/// VAE decode time of one generation, s: pixels · frames · decoder FLOP per output pixel /
+/// (η_vae · conv peak).
+double vae_decode_time_s(const PublishedRecord& r, const NodeSpec& n);
+
+}  // namespace chunkflow
