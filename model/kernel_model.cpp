@@ -90,10 +90,26 @@ double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, 
   const bool hopper = node.gpu_architecture.empty() || is_hopper(node);
   // node.attention_efficiency is the GPU's best kernel at long sequences: FA3 on Hopper, FA2 elsewhere.
   const std::array<double, 6>& best = hopper ? kFa3TflopS : kFa2TflopS;
-  const std::array<double, 6>& mine = k == AttentionKernel::fa3 ? kFa3TflopS : kFa2TflopS;
   const bool shape_known = a.q_tokens > 0 && a.kv_tokens > 0;
   const double s = shape_known ? double(a.kv_tokens) : kSeqLen.back();
-  double f = curve_at(mine, s) / best.back();
+  double f = 0;
+  if (hopper && k != AttentionKernel::fa3) {
+    // FA2 on Hopper issues mma.sync, not wgmma: its rate is capped per SM at what it reaches on
+    // H100 SXM (370 TFLOP/s over 132 SMs at 16k, burst clocks; × 743/794.5 sustained, the MSMF/MAMF
+    // ratio of gpu-catalogue.md §2.1), and never above the FA3 curve of the GPU. On a Hopper part
+    // with a cut tensor rate per SM (H20: 148 TFLOP/s on 78 SMs) the cap does not bind.
+    const double fa3 = curve_at(kFa3TflopS, s) / kFa3TflopS.back();
+    f = fa3;
+    if (node.sm_count > 0 && node.attention_efficiency > 0 && node.peak_flop_per_s > 0) {
+      const double cap_flop_per_s = curve_at(kFa2TflopS, s) * 1e12 / 132.0 * double(node.sm_count) * (743.0 / 794.5);
+      f = std::min(fa3, cap_flop_per_s / (node.attention_efficiency * node.peak_flop_per_s));
+    } else {
+      f = curve_at(kFa2TflopS, s) / kFa3TflopS.back();
+    }
+  } else {
+    const std::array<double, 6>& mine = k == AttentionKernel::fa3 ? kFa3TflopS : kFa2TflopS;
+    f = curve_at(mine, s) / best.back();
+  }
   if (k == AttentionKernel::sage) f *= kSageOverFa2;
   if (shape_known && node.sm_count > 0) {
     // Occupancy: one CTA per 128 query rows per (batch, head); fewer CTAs than SMs leave SMs idle.

@@ -16,22 +16,27 @@ namespace {
 // Host cost of a compiled (torch.compile / fused) kernel relative to an eager PyTorch op: the
 // Python dispatch is gone, the launch stays (assumed 0.4).
 constexpr double kCompiledHostFactor = 0.4;
-// yunchang ring attention: per ring step one flash-attention call, the out/LSE update (≈ 8
-// elementwise kernels) and a send/recv pair: 11 kernels (assumed from yunchang ring_flash_attn).
-constexpr int kRingKernelsPerStep = 11;
-// All-to-all bus bandwidth per GPU (bytes leaving one GPU per second), nccl-tests busbw:
-// 8× H100 SXM NVLink4 320 GB/s, 8× A100 SXM NVLink3 210 GB/s ([GTC25], gpu-catalogue.md §2.3);
-// H800 NVLink cut to 400 GB/s bidir: "160 usable" (DeepSeek-V3, gpu-catalogue.md §1); PCIe
-// boxes 12 GB/s (2×4 PCIe Gen5 all-to-all, [GTC25]).
-// All-gather (FSDP) ring busbw: 8× H100 370 GB/s, 8× A100 232 GB/s ([GTC24]).
+// yunchang ring attention: per ring step one flash-attention call, the out/LSE update
+// (torch.jit.script-ed _update_out_and_lse, fused to ≈ 2 kernels) and a send/recv pair: 5 kernels
+// (assumed from yunchang ring_flash_attn).
+constexpr int kRingKernelsPerStep = 5;
+// All-to-all bus bandwidth per GPU (bytes leaving one GPU per second, nccl-tests busbw): H100 SXM
+// NVLink4 120.8 GB/s, `alltoall_perf` at 500 MB on 4× H100 SXM (published-measurements.md a2a-sxm;
+// the records' buffers are 10–100 MB, at or below that size). Other GPUs in the ratio of NVIDIA's
+// 8-GPU all-to-all figures (A100 210 / H100 320, [GTC25], gpu-catalogue.md §2.3): A100 79 GB/s;
+// H800 NVLink cut to 400 GB/s bidir ("160 usable" of 450, DeepSeek-V3): 43 GB/s; PCIe boxes 12 GB/s
+// (2×4 PCIe Gen5 all-to-all, [GTC25]).
+// All-gather (FSDP) ring busbw: 8× H100 370 GB/s, 8× A100 232 GB/s ([GTC24]); H800 in the same
+// 160/450 ratio.
 // Ring attention P2P one way: H100 NVLink 371 GB/s (p2pBandwidthLatencyTest, NVIDIA/nccl #1264).
 struct Interconnect {
   double all_to_all_bytes_per_s, all_gather_bytes_per_s, p2p_bytes_per_s;
 };
 Interconnect interconnect(const std::string& gpu) {
-  if (gpu == "h100-sxm" || gpu == "h200" || gpu == "h20") return {320e9, 370e9, 371e9};
-  if (gpu == "h800-sxm") return {160e9, 160e9, 160e9};
-  if (gpu == "a100-sxm-80gb") return {210e9, 232e9, 230e9};
+  constexpr double kH100AllToAll = 120.8e9;
+  if (gpu == "h100-sxm" || gpu == "h200" || gpu == "h20") return {kH100AllToAll, 370e9, 371e9};
+  if (gpu == "h800-sxm") return {kH100AllToAll * 160.0 / 450.0, 370e9 * 160.0 / 450.0, 160e9};
+  if (gpu == "a100-sxm-80gb") return {kH100AllToAll * 210.0 / 320.0, 232e9, 230e9};
   return {12e9, 24e9, 12e9};  // PCIe-only boxes
 }
 
@@ -102,7 +107,8 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
         double buffer = 0;
         for (const StageCost& a : b.stages)
           if (a.stage.kind == BlockStage::Kind::all_to_all) buffer = std::max(buffer, a.all_to_all_buffer_bytes);
-        ring_comm_s = double(ring - 1) * 2.0 * buffer / ic.p2p_bytes_per_s;
+        // K and V shards passed r−1 times, each pass a send/recv with the collective latency.
+        ring_comm_s = double(ring - 1) * (2.0 * buffer / ic.p2p_bytes_per_s + n.collective_latency_s);
         f.kernels += double(ring * kRingKernelsPerStep);
       }
       const double t = stage_compute_time_s(s, n);
@@ -200,6 +206,7 @@ PublishedPrediction predict_published(const PublishedRecord& r, const PublishedS
     const double host_s = f.kernels * n.host_kernel_issue_s * (r.workload.compiled ? kCompiledHostFactor : 1.0);
     const double forward_s = std::max(gpu_s, host_s);
     p.forward_time_s = forward_s;
+    p.kernels_per_forward = f.kernels;
     double mult = 1;
     switch (r.measures) {
       case PublishedMeasure::per_forward: mult = 1; break;
@@ -238,6 +245,8 @@ PublishedPrediction predict_published(const PublishedRecord& r, const PublishedS
       best = v;
       p.dominant = k;
     }
+  // A host-bound forward is dominated by the host, whatever its GPU parts.
+  if (p.parts.count("host_bound") && p.parts["host_bound"] > 0) p.dominant = "host_issue";
   return p;
 }
 

@@ -35,6 +35,7 @@ struct PublishedPrediction {
   std::string dominant;                 ///< the part with the largest share of the prediction
   std::map<std::string, double> parts;  ///< seconds (or bytes) per part of the prediction
   double forward_time_s = 0;            ///< one forward (time records)
+  double kernels_per_forward = 0;       ///< kernel launches of one forward (host issue bound)
 };
 
 /// Node of the record with the scales applied (efficiencies clamped to 1).

@@ -308,6 +308,7 @@ void do_validate_published(const CliContext& context, const ValidateOptions& o) 
                     {"dominant", r.prediction.dominant},
                     {"parts", r.prediction.parts},
                     {"forward_time_s", r.prediction.forward_time_s},
+                    {"kernels_per_forward", r.prediction.kernels_per_forward},
                     {"used_for_fitting", r.used_for_fitting},
                     {"source", rec.source},
                     {"caveats", rec.caveats}});
