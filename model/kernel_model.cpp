@@ -69,8 +69,8 @@ AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSp
 
 double gemm_shape_factor(const GemmShape& g, const NodeSpec& node) {
   if (g.m <= 0 || g.k <= 0 || g.n <= 0) return 1.0;
+  if (node.sm_count <= 0) return 1.0;  // a GPU described without its SMs: no shape refinement
   const double fill = double(g.k) / (double(g.k) + kGemmKFill);
-  if (node.sm_count <= 0) return fill;
   const double sms = double(node.sm_count);
   double best = 0;
   for (const Tile& t : kTiles) {

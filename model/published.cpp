@@ -12,6 +12,7 @@
 
 #include "model/architecture.hpp"
 #include "model/error.hpp"
+#include "model/json_file.hpp"
 
 namespace chunkflow {
 
@@ -72,14 +73,7 @@ struct Reader {
 }  // namespace
 
 PublishedRecord read_published_record(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
-  }
+  const json j = read_json_file(path, "the published record");
   if (!j.is_object()) throw InputError(path, "", "expected a JSON object (one record)");
   const Reader r{path};
   PublishedRecord p;

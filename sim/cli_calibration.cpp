@@ -251,7 +251,9 @@ json stats_json(const ErrorStats& s) {
 void do_validate_published(const CliContext& context, const ValidateOptions& o) {
   const std::string dir = find_published_dir(o.published_dir, context.program_dir);
   const std::vector<PublishedRecord> records = load_published_records(dir);
-  const std::vector<std::string> ids = split_ids(o.ids), fit_ids = split_ids(o.calibrate_on);
+  const std::vector<std::string> ids = split_ids(o.ids);
+  std::vector<std::string> fit_ids = split_ids(o.calibrate_on);
+  if (fit_ids.size() == 1 && fit_ids[0] == "auto") fit_ids = calibration_rule_ids(records);
   PublishedScales scales;
   std::vector<std::string> fitted;
   json fit_j = nullptr;

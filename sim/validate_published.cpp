@@ -80,6 +80,24 @@ PublishedValidation validate_published(const std::vector<PublishedRecord>& recor
   return v;
 }
 
+std::vector<std::string> calibration_rule_ids(const std::vector<PublishedRecord>& records) {
+  std::map<std::pair<std::string, std::string>, const PublishedRecord*> pick;
+  int time_records = 0;
+  for (const PublishedRecord& r : records) {
+    if (!r.is_time()) continue;
+    ++time_records;
+    const auto key = std::make_pair(r.gpu, r.workload.model);
+    const PublishedRecord*& p = pick[key];
+    if (!p || r.gpu_count < p->gpu_count || (r.gpu_count == p->gpu_count && r.id < p->id)) p = &r;
+  }
+  std::vector<std::string> ids;
+  for (const auto& [key, r] : pick) ids.push_back(r->id);
+  if (3 * int(ids.size()) > time_records)
+    throw InputError("", "--calibrate-on", "the rule picks " + std::to_string(ids.size()) + " of " +
+                                              std::to_string(time_records) + " time records, more than a third");
+  return ids;
+}
+
 std::string find_published_dir(const std::string& dir, const std::string& program_dir) {
   if (!dir.empty()) return dir;
   for (const fs::path& d : {fs::path(CHUNKFLOW_SOURCE_DIR_FOR_SCRIPTS) / "traces" / "published",

@@ -48,6 +48,11 @@ struct PublishedValidation {
 PublishedValidation validate_published(const std::vector<PublishedRecord>& records, const std::vector<std::string>& ids,
                                        const PublishedScales& scales, const std::vector<std::string>& fitted_ids);
 
+/// The calibration rule of `--calibrate-on auto`: one time record per (GPU, model) group, the one
+/// with the fewest GPUs, ties broken by id; at most a third of the time records by construction
+/// when groups have ≥ 3 records (checked: throws InputError otherwise).
+std::vector<std::string> calibration_rule_ids(const std::vector<PublishedRecord>& records);
+
 /// The folder of the published data set: `dir` when given, else traces/published under the source
 /// tree recorded at build time, beside the executable's parent, or the working directory.
 std::string find_published_dir(const std::string& dir, const std::string& program_dir);

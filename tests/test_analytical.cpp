@@ -201,7 +201,9 @@ TEST_CASE("FLUX 512² P=2 on 2xh100-pcie is prefetch-bound and needs residency")
   const AnalyticalResult r = analyze(forward_cost(make("flux.1-dev", 512, 512, 1, 2)), node("2xh100-pcie"), 2);
   INFO("F_block " << r.block_flop << " F* " << r.critical_flop << " auto R " << r.auto_resident_fraction);
   CHECK(r.regime == "prefetch-bound");
-  CHECK(r.block_flop < r.critical_flop / 10);
+  // ≥ 5× short of F*: the kernel model's elementwise traffic and wave quantization lengthen T_comp
+  // (issue 10), so the margin is smaller than with flat efficiencies (it was 10×).
+  CHECK(r.block_flop < r.critical_flop / 5);
   CHECK(r.auto_resident_fraction > 0.5);
   CHECK(r.auto_resident_fraction <= 1.0);
 }

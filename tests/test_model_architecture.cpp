@@ -167,7 +167,7 @@ TEST_CASE("hidden size equals heads times head_dim for every architecture") {
     CHECK(a.hidden == int64_t(a.heads) * a.head_dim);
     ids.insert(id);
   }
-  CHECK(ids == std::set<std::string>{"flux.1-dev", "wan2.1-t2v-14b", "wan2.1-t2v-1.3b", "hunyuanvideo"});
+  CHECK(ids == std::set<std::string>{"flux.1-dev", "wan2.1-t2v-14b", "wan2.1-t2v-1.3b", "hunyuanvideo", "wan2.2-t2v-a14b"});
 }
 
 TEST_CASE("kind_of_block maps stack positions to block kinds in stack order") {

@@ -1,0 +1,201 @@
+// Tests of the published data set (model/published.*), its predictions
+// (model/published_predict.*) and the scale fit (model/calibration_published.*).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "model/calibration.hpp"
+#include "model/calibration_published.hpp"
+#include "model/error.hpp"
+#include "model/published.hpp"
+#include "model/published_predict.hpp"
+#include "sim/validate_published.hpp"
+
+using namespace chunkflow;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(CHUNKFLOW_SOURCE_DIR) + "/traces/published";
+
+// Relative tolerance of the synthetic-recovery tests (issue 10 §6: "within 1 %").
+constexpr double kRecoveryTolerance = 0.01;
+
+std::string error_of(const std::string& path) {
+  try {
+    (void)read_published_record(path);
+  } catch (const InputError& e) {
+    return e.field() + ": " + e.message();
+  }
+  return "";
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("chunkflow-test-published-" + name + "-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+// Writes a copy of record `id` with `edit` applied to its text, as <dir>/<id>.json.
+std::string edited_copy(const std::string& id, const std::string& from, const std::string& to, const fs::path& dir) {
+  std::ifstream in(kDir + "/" + id + ".json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  const std::string path = (dir / (id + ".json")).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the published data set parses: ≥ 20 records, unique ids, each with a source and caveats") {
+  const auto records = load_published_records(kDir);
+  CHECK(records.size() >= 20);
+  std::set<std::string> ids;
+  int time_records = 0;
+  for (const PublishedRecord& r : records) {
+    CHECK(ids.insert(r.id).second);
+    CHECK(!r.source.empty());
+    CHECK(!r.caveats.empty());
+    CHECK(r.value > 0);
+    time_records += r.is_time();
+  }
+  CHECK(time_records >= 20);
+}
+
+TEST_CASE("every published record is expressible: a finite positive prediction and a dominant part") {
+  for (const PublishedRecord& r : load_published_records(kDir)) {
+    INFO(r.id);
+    const PublishedPrediction p = predict_published(r);
+    CHECK(std::isfinite(p.predicted));
+    CHECK(p.predicted > 0);
+    CHECK(!p.dominant.empty());
+    CHECK(p.error == Approx((p.predicted - r.value) / r.value));
+  }
+}
+
+TEST_CASE("a bad record names the file, the JSON pointer and the expected form") {
+  const fs::path d = temp_dir("bad");
+  CHECK(error_of(edited_copy("sgl-flux-1-step", "\"gpu_count\": 1", "\"gpu_count\": 0", d)) ==
+        "/hardware/gpu_count: expected an integer in [1, 1024], got 0");
+  CHECK(error_of(edited_copy("sgl-flux-1-step", "\"h100-sxm\"", "\"h999\"", d)).rfind("/hardware/gpu: expected one of", 0) == 0);
+  CHECK(error_of(edited_copy("sgl-flux-1-step", "\"fa3\"", "\"fa9\"", d)) ==
+        "/attention: expected one of fa2, fa3, sdpa, sage, got \"fa9\"");
+  CHECK(error_of(edited_copy("sgl-flux-1-step", "\"height\": 1024", "\"height\": 1000", d)) ==
+        "/shape/height: expected a positive multiple of 16 pixels, got 1000");
+  CHECK(error_of(edited_copy("xdit-flux-u2-eager", "\"ulysses\": 2", "\"ulysses\": 4", d)) ==
+        "/layout: expected ulysses × ring = hardware/gpu_count (2), got 4 × 1");
+  CHECK(error_of(edited_copy("sgl-flux-1-step", "\"unit\": \"s\"", "\"unit\": \"ms\"", d)) ==
+        "/figure/unit: expected one of s, got \"ms\"");
+  // The id must be the file's stem, so a record cannot be silently shadowed by another file.
+  const std::string renamed = (d / "other-name.json").string();
+  fs::copy_file(kDir + "/sgl-flux-1-step.json", renamed, fs::copy_options::overwrite_existing);
+  CHECK(error_of(renamed).rfind("/id: expected the file's name", 0) == 0);
+  // Malformed JSON names the file.
+  const std::string broken = (d / "broken.json").string();
+  std::ofstream(broken) << "{\"id\": ";
+  try {
+    (void)read_published_record(broken);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.file() == broken);
+  }
+  fs::remove_all(d);
+}
+
+TEST_CASE("generation = text encoding + steps × forwards per step × forward + VAE decode (+ swaps)") {
+  for (const PublishedRecord& r : load_published_records(kDir)) {
+    if (r.measures != PublishedMeasure::generation) continue;
+    INFO(r.id);
+    const PublishedPrediction p = predict_published(r);
+    const double expected = p.parts.at("text_encode") + p.parts.at("vae_decode") + p.parts.at("model_swap") +
+                            double(r.steps) * r.forwards_per_step() * p.forward_time_s;
+    CHECK(p.predicted == Approx(expected).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("scaling series: speedups are ratios of the series' own predictions and figures") {
+  const auto records = load_published_records(kDir);
+  const PublishedValidation v = validate_published(records, {}, {}, {});
+  REQUIRE(!v.series.empty());
+  for (const ScalingSeries& s : v.series) {
+    REQUIRE(s.points.size() >= 2);
+    CHECK(s.points.front().published_speedup == 1.0);
+    CHECK(s.points.front().predicted_speedup == 1.0);
+    for (size_t i = 1; i < s.points.size(); ++i) CHECK(s.points[i].gpu_count > s.points[i - 1].gpu_count);
+  }
+}
+
+TEST_CASE("the scale fit recovers known scales from a synthetic linear-in-inverse-scale model within 1 %") {
+  // t_i = a_i/gemm + b_i/attention + c_i/hbm + d_i·host, with generic coefficients.
+  const PublishedScales truth{0.83, 1.21, 0.67, 1.9};
+  std::vector<std::array<double, 4>> coeff;
+  for (int i = 0; i < 12; ++i)
+    coeff.push_back({1.0 + (i % 3), 0.5 + ((i * 7) % 5) * 0.4, 0.2 + ((i * 3) % 4) * 0.3, 0.1 + (i % 2) * 0.7});
+  auto model = [&](const PublishedScales& s, int i) {
+    const auto& c = coeff[size_t(i)];
+    return c[0] / s.gemm + c[1] / s.attention + c[2] / s.hbm + c[3] * s.host;
+  };
+  auto residuals = [&](const PublishedScales& s) {
+    std::vector<double> r;
+    for (int i = 0; i < 12; ++i) r.push_back(std::log(model(s, i) / model(truth, i)));
+    return r;
+  };
+  const PublishedFit fit = fit_scales(residuals, 12);
+  CHECK(fit.scales.gemm == Approx(truth.gemm).epsilon(kRecoveryTolerance));
+  CHECK(fit.scales.attention == Approx(truth.attention).epsilon(kRecoveryTolerance));
+  CHECK(fit.scales.hbm == Approx(truth.hbm).epsilon(kRecoveryTolerance));
+  CHECK(fit.scales.host == Approx(truth.host).epsilon(kRecoveryTolerance));
+  CHECK(fit.rms_log_residual < 1e-6);
+}
+
+TEST_CASE("fit_published recovers the scales that generated synthetic figures for real records within 1 %") {
+  // Figures generated by the predictor itself at known scales (never written to the data set):
+  // a record set where every scale matters (GEMM-, attention-, HBM- and host-dominated records).
+  const PublishedScales truth{0.9, 1.15, 0.8, 1.3};
+  std::vector<PublishedRecord> records;
+  std::vector<std::string> ids;
+  for (PublishedRecord r : load_published_records(kDir)) {
+    if (!r.is_time()) continue;
+    r.value = predict_published(r, truth).predicted;
+    ids.push_back(r.id);
+    records.push_back(r);
+  }
+  const PublishedFit fit = fit_published(records, ids);
+  CHECK(fit.scales.gemm == Approx(truth.gemm).epsilon(kRecoveryTolerance));
+  CHECK(fit.scales.attention == Approx(truth.attention).epsilon(kRecoveryTolerance));
+  CHECK(fit.scales.hbm == Approx(truth.hbm).epsilon(kRecoveryTolerance));
+  CHECK(fit.scales.host == Approx(truth.host).epsilon(kRecoveryTolerance));
+}
+
+TEST_CASE("a published calibration round-trips through its file and applies its scales to a node") {
+  const auto records = load_published_records(kDir);
+  PublishedFit fit;
+  fit.scales = {0.9, 1.1, 0.95, 2.0};
+  fit.fitted_ids = {"sgl-flux-1-step"};
+  fit.parameter_names = {"gemm", "attention", "hbm", "host"};
+  fit.values = {0.9, 1.1, 0.95, 2.0};
+  fit.relative_standard_error = {0.01, 0.02, 0.03, 0.04};
+  const Calibration c = published_calibration(fit, records);
+  const fs::path d = temp_dir("cal");
+  const std::string path = (d / "cal.json").string();
+  std::ofstream(path) << calibration_to_json(c, "{}");
+  const Calibration back = load_calibration(path);
+  REQUIRE(back.gemm_efficiency_scale);
+  CHECK(*back.gemm_efficiency_scale == 0.9);
+  CHECK(*back.host_kernel_issue_scale == 2.0);
+  REQUIRE(back.sources.size() == 1);
+  CHECK(back.sources[0].context.at("record") == "sgl-flux-1-step");
+  NodeSpec n = node("1xh100-sxm");
+  const NodeSpec before = n;
+  apply_calibration(back, n);
+  CHECK(n.gemm_efficiency == Approx(before.gemm_efficiency * 0.9));
+  CHECK(n.attention_efficiency == Approx(std::min(1.0, before.attention_efficiency * 1.1)));
+  CHECK(n.host_kernel_issue_s == Approx(before.host_kernel_issue_s * 2.0));
+  fs::remove_all(d);
+}
