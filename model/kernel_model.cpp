@@ -67,11 +67,11 @@ AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSp
   }
 }
 
-double gemm_shape_factor(const GemmShape& g, const NodeSpec& node) {
-  if (g.m <= 0 || g.k <= 0 || g.n <= 0) return 1.0;
-  if (node.sm_count <= 0) return 1.0;  // a GPU described without its SMs: no shape refinement
+namespace {
+
+double raw_shape_factor(const GemmShape& g, const NodeSpec& node) {
   const double fill = double(g.k) / (double(g.k) + kGemmKFill);
-  const double sms = double(node.sm_count);
+  const double sms = double(std::max(node.sm_count, 1));
   double best = 0;
   for (const Tile& t : kTiles) {
     const double tiles = std::ceil(double(g.m) / t.m) * std::ceil(double(g.n) / t.n);
@@ -79,6 +79,18 @@ double gemm_shape_factor(const GemmShape& g, const NodeSpec& node) {
     best = std::max(best, t.intrinsic * tiles / (waves * sms));
   }
   return best * fill;
+}
+
+}  // namespace
+
+double gemm_shape_factor(const GemmShape& g, const NodeSpec& node) {
+  if (g.m <= 0 || g.k <= 0 || g.n <= 0) return 1.0;
+  if (node.sm_count <= 0) return 1.0;  // a GPU described without its SMs: no shape refinement
+  // node.gemm_efficiency is measured on large square GEMMs (8192³: systems-and-hardware.md §3,
+  // MAMF scans in gpu-catalogue.md §2.1), which already pay their own quantization and fill: the
+  // factor is relative to that shape, capped at 1.
+  const GemmShape reference{8192, 8192, 8192};
+  return std::min(1.0, raw_shape_factor(g, node) / raw_shape_factor(reference, node));
 }
 
 double gemm_efficiency(const GemmShape& g, const NodeSpec& node) {

@@ -2,7 +2,8 @@
 // The kernel-aware compute model behind stage_compute_time_s (issue 10 §2): per op, not per block.
 //
 //   GEMM [m×k]·[k×n]:  t = max(2mkn / (η_gemm(m,k,n) · P), bytes(m,k,n) / BW_hbm) + launch
-//     η_gemm = node.gemm_efficiency · wave(m, n, SMs) · k / (k + k_fill)
+//     η_gemm = node.gemm_efficiency · min(1, f(m,k,n) / f(8192,8192,8192)),  f = wave · k / (k + k_fill)
+//     (node.gemm_efficiency is measured on large square GEMMs, which pay their own f)
 //     wave   = best over CTA tiles τ of  intrinsic(τ) · tiles / (⌈tiles / SMs⌉ · SMs),
 //              tiles = ⌈m/τ_m⌉·⌈n/τ_n⌉  (tile and wave quantization; small m or n leave SMs idle)
 //   attention:         t = 4·B·H·q·kv·hd / (η_attn · P) + launch

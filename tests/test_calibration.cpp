@@ -157,9 +157,15 @@ TEST_CASE("calibration recovers every known parameter within 2 % from 1 % noisy 
     w.ulysses_degree = 1;
     const ForwardCost cost = forward_cost(w);  // kept alive: the loop refers into it
     int compared = 0;
-    for (const StageCost& st : cost.blocks.front().stages) {
+    calibrated.sm_count = 0;  // the generator's η is flat: no shape or sequence-length refinement
+    for (StageCost st : cost.blocks.front().stages) {
       if (st.stage.kind == BlockStage::Kind::all_to_all) continue;
       if (st.stage.kind == BlockStage::Kind::linear && st.gemm.m < 1024) continue;  // no such shape measured
+      // The microbenchmarks time GEMMs and attention alone: no elementwise work (issue 10), and the
+      // attention η is the flat one the generator used (sequence-length curve off).
+      st.elementwise_bytes = 0;
+      st.elementwise_kernels = 0;
+      st.attention.q_tokens = 0;
       INFO(st.name);
       CHECK(within(stage_compute_time_s(st, calibrated), true_stage_time_s(st, t, base)));
       ++compared;

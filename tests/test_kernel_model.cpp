@@ -38,17 +38,20 @@ TEST_CASE("a GEMM's FLOPs are 2mkn and its bytes dtype·(mk + kn + mn)") {
 TEST_CASE("wave quantization: one wave of full tiles is exact, one tile more costs a whole wave") {
   NodeSpec n = node("1xh100-sxm");  // 132 SMs
   REQUIRE(n.sm_count == 132);
-  const double k = 1 << 20;  // pipeline fill → 1
-  const double fill = k / (k + 256);
-  // 128×256 tiles: m = 128·12, n = 256·11 → 132 tiles = exactly one wave.
-  CHECK(gemm_shape_factor(GemmShape{128 * 12, int64_t(k), 256 * 11}, n) == Approx(fill));
-  // 133 tiles of 128×256 would need 2 waves; the best tile then reaches less than a full wave.
+  // Relative to 8192³ (2048 tiles of 128×256 = 15.5 → 16 waves; fill 8192/8448), where η is measured.
+  const double reference = (2048.0 / (16 * 132)) * (8192.0 / (8192 + 256));
+  CHECK(gemm_shape_factor(GemmShape{8192, 8192, 8192}, n) == Approx(1.0));
+  const double k = 8192, fill = k / (k + 256);
+  // 128×256 tiles: m = 128·12, n = 256·11 → 132 tiles = exactly one full wave: better than the
+  // reference, capped at 1.
+  CHECK(gemm_shape_factor(GemmShape{128 * 12, int64_t(k), 256 * 11}, n) == 1.0);
+  // 133 tiles would need 2 waves: the best tile reaches less than a full wave.
   const double one_more = gemm_shape_factor(GemmShape{128 * 133, int64_t(k), 256}, n);
-  CHECK(one_more < fill);
-  CHECK(one_more > 0.5 * fill);
+  CHECK(one_more < 1.0);
+  CHECK(one_more > 0.5);
   // A single tile of any size leaves 131 of 132 SMs idle; the largest tile is then the best: 1/132.
-  CHECK(gemm_shape_factor(GemmShape{64, int64_t(k), 128}, n) == Approx(1.0 / 132 * fill));
-  // Unknown shape or SM count: no quantization.
+  CHECK(gemm_shape_factor(GemmShape{64, int64_t(k), 128}, n) == Approx(1.0 / 132 * fill / reference));
+  // Unknown shape or SM count: no refinement.
   CHECK(gemm_shape_factor(GemmShape{}, n) == 1.0);
   n.sm_count = 0;
   CHECK(gemm_shape_factor(GemmShape{128, 1024, 256}, n) == 1.0);
