@@ -235,7 +235,7 @@ Timeline read_chrome_trace(std::istream& in, const std::string& file_name) {
   json doc;
   try {
     doc = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range 406 for numbers beyond a double
     rd.fail("", std::string("not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) rd.fail_value("", "a JSON object", doc);
