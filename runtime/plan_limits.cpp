@@ -14,16 +14,22 @@ double plan_ops_per_step(const Workload& w, const ForwardCost& cost, const NodeS
   const int ranks = node.executed_ranks(w.ulysses_degree);
   double stages = 0, chunks = 0;
   for (const BlockCost& b : cost.blocks) stages += double(b.stages.size());
-  if (config.policy == "layerwise") {
+  if (is_baseline_policy(config.policy)) {
     const double n = double(cost.blocks.size());
     chunks = n - double(std::lround(config.resident_fraction.value_or(0.0) * n));
   } else if (config.policy == "chunkflow") {
-    const double r = config.resident_fraction ? *config.resident_fraction
-                                              : analyze(cost, node, w.ulysses_degree).auto_resident_fraction;
+    // auto tries fractions from 0 up: count its largest plan. The planner also cuts a chunk at a
+    // collective window's edge, at most one extra piece per all-to-all.
+    const double r = config.resident_fraction.value_or(0.0);
+    for (const BlockCost& b : cost.blocks)
+      for (const auto& st : b.stages) chunks += st.stage.kind == BlockStage::Kind::all_to_all ? 1.0 : 0.0;
     const double elem = w.dtype_bytes;
     for (const BlockCost& b : cost.blocks) {
       const double offloaded = b.weight_bytes - std::min(b.weight_bytes, std::floor(r * b.weight_bytes / elem) * elem);
-      chunks += std::ceil(offloaded / config.chunk_bytes);
+      // Chunks are cut on tensor edges: at most one more per linear than the bytes alone need.
+      int linears = 0;
+      for (const auto& st : b.stages) linears += st.stage.kind == BlockStage::Kind::linear ? 1 : 0;
+      chunks += offloaded > 0 ? std::ceil(offloaded / config.chunk_bytes) + linears : 0.0;
     }
   }
   return double(ranks) * (stages + chunks);

@@ -23,10 +23,11 @@ struct PlanLimitFields {
 };
 
 /// The ops a plan of `config` for workload `w` (whose forward_cost is `cost`) would have per step,
-/// all executed ranks together: ranks × (stages of one forward + H2D chunks of one step), the
-/// chunks counted as build_plan cuts them (chunkflow: Σ_blocks ⌈offloaded bytes / C⌉, the resident
-/// prefix ⌊R·bytes/dtype⌋·dtype with R resolved, auto from the analytical model; layerwise: one per
-/// block not kept resident, n − round(R·n)). Computed in double, so any chunk size > 0 is safe.
+/// all executed ranks together: ranks × (stages of one forward + H2D copies of one step). Exact for
+/// the baselines (one per block not kept resident, n − round(R·n)); for chunkflow an upper bound:
+/// Σ_blocks (⌈offloaded bytes / C⌉ + its linears) (chunks are cut on tensor edges) + one piece per
+/// all-to-all (a chunk split at a window's edge), with auto counted at R = 0, the largest plan it
+/// tries. Computed in double, so any chunk size > 0 is safe.
 double plan_ops_per_step(const Workload& w, const ForwardCost& cost, const NodeSpec& node, const PolicyConfig& config);
 
 /// Throws InputError naming fields.file and the field for: chunk size, resident fraction,

@@ -1,5 +1,9 @@
 #pragma once
 // Offload policies → StepPlan (shared/DESIGN.md "Policies"; systems-and-hardware.md §1).
+// Every policy is one class behind OffloadPolicy in its own file (runtime/policy_<name>.cpp) and one
+// line of the registry (runtime/policy.cpp). A policy decides what moves, when and how fast
+// (runtime/plan_builder.hpp CopySchedule); the plan builder emits the ops.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,36 +18,57 @@ inline constexpr double kMiB = 1024.0 * 1024.0;
 inline constexpr double kGiB = 1024.0 * kMiB;
 
 struct PolicyConfig {
-  std::string policy = "chunkflow";   ///< "no-offload" | "layerwise" | "chunkflow"
+  std::string policy = "chunkflow";   ///< a registered name (policy_names())
   double chunk_bytes = 64 * kMiB;     ///< chunkflow chunk size C (> 0)
   /// Fraction of the block weights kept on the GPU, in [0, 1]. nullopt = auto: chunkflow takes
-  /// the analytical model's auto_resident_fraction, layerwise keeps no block resident.
+  /// the smallest fraction whose plan reaches the bound within 2 %; layerwise keeps no block
+  /// resident, or as many as the memory budget allows.
   std::optional<double> resident_fraction;
   int lookahead = 1;                  ///< L ≥ 1: slots hold L+1 blocks' worth of offloaded weights
-  int steps = 2;                      ///< denoising steps planned (≥ 2 for a steady-state step)
+                                      ///< (without a memory budget)
+  int steps = 2;                      ///< forwards planned (≥ 2 for a steady-state step)
+  /// Per-GPU memory budget in bytes (everything counted: resident weights, copies in flight,
+  /// activations). nullopt = none. With a budget, the copy buffers are what the budget leaves.
+  std::optional<double> memory_budget_bytes;
 };
 
-/// The known policy names, in sweep order.
+/// One offload policy. Implementations are stateless.
+class OffloadPolicy {
+ public:
+  virtual ~OffloadPolicy() = default;
+  /// The registered name ("layerwise", ...).
+  virtual std::string name() const = 0;
+  /// One line for --help and the README.
+  virtual std::string description() const = 0;
+  /// The plan of `config.steps` forwards of `w` on `node` (inputs already validated). Throws
+  /// InputError(field "/policy/memory_budget_gib") when the budget cannot hold the plan.
+  virtual StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const = 0;
+};
+
+/// The registered policy names, in sweep order: no-offload, the baselines (layerwise*), chunkflow.
 std::vector<std::string> policy_names();
+
+/// The policy registered under `name`; throws InputError(field "/policy/name") listing the names.
+const OffloadPolicy& find_policy(const std::string& name);
+
+/// Every policy whose name starts with "layerwise" is a baseline; chunkflow is ours.
+bool is_baseline_policy(const std::string& name);
 
 /// Validates a policy config; throws InputError naming `file` and the field under `prefix`
 /// (e.g. "/policy/chunk_mib") for an unknown policy, chunk ≤ 0, resident fraction outside
-/// [0, 1], lookahead < 1 or steps < 1.
+/// [0, 1], lookahead < 1, steps < 1 or a budget ≤ 0.
 void validate(const PolicyConfig& p, const std::string& file = "", const std::string& prefix = "/policy");
 
-/// Builds the plan of `config.steps` denoising steps of workload `w` on `node` (validates all
-/// three first). Policies:
-///  - no-offload: every weight resident; compute and collectives only.
-///  - layerwise: whole offloaded blocks, one H2D op each on the copy lane; the block that is
-///    `lookahead` blocks ahead is fetched once the block before the current one is released;
-///    resident blocks (round(R·blocks), spread evenly) are never fetched; blind to collectives.
-///  - chunkflow: the first R of each block's weight bytes (layout order) stay resident; the rest
-///    moves in chunks of C bytes through a pool of slots holding (L+1) blocks' worth; a compute op
-///    waits only for the chunks of its own weights; a chunk never starts while a collective of its
-///    rank runs: the copy lane waits for the latest collective issued before it, and a collective
-///    waits for the chunk issued before it (systems-and-hardware.md §1, PR #34805, made
-///    chunk-granular).
-/// The first blocks of step s+1 are prefetched during step s (wrap-around).
+/// Validates workload, node and config, then builds the plan of the named policy.
 StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config);
+
+// ---- Helpers the policies share -------------------------------------------------------------
+
+/// Which of n blocks stay resident: round(fraction·n), spread evenly (SGLang's `strided`
+/// placement, systems-and-hardware.md §1).
+std::vector<bool> strided_resident_blocks(int n, double fraction);
+
+/// Bytes a budget leaves for copy buffers: budget − resident weights − activations (may be < 0).
+double buffer_bytes_left(const PolicyConfig& config, double resident_weight_bytes, double activation_bytes);
 
 }  // namespace chunkflow

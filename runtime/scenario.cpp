@@ -183,7 +183,8 @@ PolicyConfig read_policy(const json& j, const std::string& file) {
   }
   r.optional_int("lookahead", p.lookahead);
   r.optional_int("steps", p.steps);
-  r.reject_unknown("name, chunk_mib, resident_fraction, lookahead, steps");
+  if (r.has("memory_budget_gib")) p.memory_budget_bytes = r.number("memory_budget_gib") * kGiB;
+  r.reject_unknown("name, chunk_mib, resident_fraction, lookahead, steps, memory_budget_gib");
   return p;
 }
 
@@ -233,7 +234,11 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
   app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads), " + range_text("--ulysses"));
   app.add_option("--calibration", o.calibration_file, "Calibration JSON (chunkflow calibrate) applied to the node");
   if (!with_policy) return;
-  app.add_option("--policy", o.policy, "no-offload | layerwise | chunkflow");
+  app.add_option("--policy", o.policy, [] {
+    std::string s;
+    for (const auto& n : policy_names()) s += (s.empty() ? "" : " | ") + n;
+    return s;
+  }());
   app.add_option("--chunk-mib", o.chunk_mib,
                  "Chunk size (chunkflow), " + range_text("--chunk-mib") + ", at most 10^6 ops per step");
   app.add_option("--resident-fraction", o.resident_fraction, "Resident fraction in [0, 1] or auto");
@@ -241,6 +246,8 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
                  "Prefetch lookahead L, " + range_text("--lookahead") + " and at most the model's block count");
   if (with_steps)
     app.add_option("--steps", o.steps, "Steps to simulate, " + range_text("--steps") + ", at most 2·10^6 ops in all");
+  app.add_option("--memory-budget-gib", o.memory_budget_gib,
+                 "Per-GPU memory budget in GiB (> 0): resident weights + copies in flight + activations");
 }
 
 Scenario resolve_scenario(const ScenarioOptions& o) {
@@ -264,6 +271,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   if (o.resident_fraction) p.resident_fraction = parse_resident_fraction(*o.resident_fraction, "", "--resident-fraction");
   if (o.lookahead) p.lookahead = *o.lookahead;
   if (o.steps) p.steps = *o.steps;
+  if (o.memory_budget_gib) p.memory_budget_bytes = *o.memory_budget_gib * kGiB;
   // A value given on the command line is reported under its option; one from the scenario file
   // under the file's JSON pointer.
   const std::map<std::string, std::pair<std::string, bool>> option_of = {
@@ -277,7 +285,8 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
       {"/policy/chunk_mib", {"--chunk-mib", o.chunk_mib.has_value()}},
       {"/policy/resident_fraction", {"--resident-fraction", o.resident_fraction.has_value()}},
       {"/policy/lookahead", {"--lookahead", o.lookahead.has_value()}},
-      {"/policy/steps", {"--steps", o.steps.has_value()}}};
+      {"/policy/steps", {"--steps", o.steps.has_value()}},
+      {"/policy/memory_budget_gib", {"--memory-budget-gib", o.memory_budget_gib.has_value()}}};
   try {
     validate(s.workload, s.file, "/workload");
     validate(s.policy, s.file, "/policy");

@@ -32,7 +32,8 @@ Scenario default_scenario();
 ///   {"name": str, "description": str,
 ///    "node": "2xh100-pcie" | {"id": "2xh100-pcie", <NodeSpec numeric fields to override>},
 ///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree"},
-///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "steps"}}
+///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "steps",
+///               "memory_budget_gib"}}
 /// "policy" and "description" are optional. Throws InputError naming the file and the JSON
 /// pointer for malformed JSON, unknown or missing fields, wrong types and invalid values.
 Scenario load_scenario(const std::string& path);
@@ -44,11 +45,12 @@ struct ScenarioOptions {
   std::optional<int64_t> height, width, frames, batch;
   std::optional<int> ulysses, lookahead, steps;
   std::optional<double> chunk_mib;
+  std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
   std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };
 
 /// Adds --scenario --node --model --height --width --frames --batch --ulysses --calibration, and with
-/// `with_policy` also --policy --chunk-mib --resident-fraction --lookahead (and --steps when
+/// `with_policy` also --policy --chunk-mib --resident-fraction --lookahead --memory-budget-gib (and --steps when
 /// `with_steps`), to a CLI11 (sub)command.
 void add_scenario_options(CLI::App& app, ScenarioOptions& options, bool with_policy, bool with_steps);
 

@@ -40,7 +40,7 @@ struct PlanOp {
 
 /// Resolved policy parameters of a plan (what the executors and reports need).
 struct PlanInfo {
-  std::string policy;          ///< "no-offload", "layerwise", "chunkflow"
+  std::string policy;          ///< a registered policy name (runtime/policy.hpp)
   int steps = 0;
   int ranks = 0;               ///< executed ranks
   int lookahead = 0;
@@ -52,6 +52,14 @@ struct PlanInfo {
   double resident_weight_bytes = 0;  ///< per rank, incl. the non-block part
   double activation_bytes = 0;       ///< per rank, allocated for the whole run
   double offloaded_bytes_per_step = 0; ///< per rank
+  // --- What the policy decided (reported with every row; empty/0 for policies that do not) ---
+  std::string residency;             ///< where resident bytes sit: "all", "none", "strided-blocks", "prefix"
+  double memory_budget_bytes = 0;    ///< the per-GPU budget planned to (0 = none given)
+  double share_cap_bytes_per_s = 0;  ///< cap of copies that share a collective window (0 = none)
+  int windows_yield = 0;             ///< collective windows of the last step with no copy in them
+  int windows_share = 0;             ///< ... with rate-capped copies
+  int windows_ignore = 0;            ///< ... with uncapped copies
+  double estimated_step_time_s = 0;  ///< the planner's own closed-loop estimate (0 = none)
 };
 
 struct StepPlan {

@@ -6,9 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <chunkflow_version.hpp>
@@ -21,6 +23,8 @@
 #include "sim/executor.hpp"
 #include "sim/fit.hpp"
 #include "sim/interrupt.hpp"
+#include "sim/pareto.hpp"
+#include "sim/tune.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
 #include "traces/chrome_trace.hpp"
@@ -55,6 +59,11 @@ namespace {
 
 std::string gib(double bytes) { return fixed(bytes / kGiB, 2); }
 std::string ms(double s) { return fixed(s * 1e3, 2); }
+/// A chunk size in MiB with as many decimals as it needs ("0.25", "64").
+std::string chunk_mib_text(double bytes) {
+  const double mib = bytes / kMiB;
+  return fixed(mib, mib == std::floor(mib) ? 0 : 2);
+}
 
 /// "yes", or "NO (<term>)": the fits column of the tables (sim/fit.hpp).
 std::string fits_cell(const MemoryVerdict& v) {
@@ -70,14 +79,15 @@ std::string sweep_table(const std::vector<SweepRow>& rows) {
   for (const auto& r : rows) {
     const StepSummary& m = r.summary;
     std::string resident = fixed(r.plan.resident_fraction, 2) + (r.plan.resident_fraction_auto ? " (auto)" : "");
-    cells.push_back({r.plan.policy, r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 0) : "-",
+    cells.push_back({r.plan.policy, r.plan.policy == "chunkflow" ? chunk_mib_text(r.plan.chunk_bytes) : "-",
                      resident, ms(m.step_time_s), base > 0 ? fixed(m.step_time_s / base, 3) : "-",
+                     ms(r.bound.bound_step_time_s), fixed(m.step_time_s / r.bound.bound_step_time_s, 3),
                      ms(m.prefetch_stall_s), ms(m.collective_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes),
                      fits_cell(r.verdict)});
   }
-  return format_table({"policy", "chunk", "resident", "step_time", "vs_no_offload", "prefetch_stall", "collective",
-                       "h2d", "peak_memory", "fits"},
-                      {"", "MiB", "fraction", "ms", "x", "ms", "ms", "GiB", "GiB", ""}, cells);
+  return format_table({"policy", "chunk", "resident", "step_time", "vs_no_offload", "bound", "vs_bound",
+                       "prefetch_stall", "collective", "h2d", "peak_memory", "fits"},
+                      {"", "MiB", "fraction", "ms", "x", "ms", "x", "ms", "ms", "GiB", "GiB", ""}, cells);
 }
 
 json sweep_json(const CliContext& context, const Scenario& scenario, const AnalyticalResult& a,
@@ -100,8 +110,8 @@ json sweep_json(const CliContext& context, const Scenario& scenario, const Analy
 
 struct SweepOptions {
   ScenarioOptions scenario;
-  std::string policies = "no-offload,layerwise,chunkflow";
-  std::string chunk_mib = "8,16,32,64,128,256";
+  std::string policies = "no-offload,layerwise,layerwise-comm-aware,chunkflow";
+  std::string chunk_mib = "1,8,16,32,64,128,256";
   std::string resident_fractions = "auto,0,0.25,0.5,0.75,1";
   int lookahead = 1;
   int steps = 2;
@@ -110,10 +120,17 @@ struct SweepOptions {
   bool json_stdout = false;
   bool plot = true;
   int threads = 0;
+  std::optional<double> memory_budget_gib;
 };
 
 SweepGrid grid_from(const SweepOptions& o) {
-  return parse_sweep_grid(o.policies, o.chunk_mib, o.resident_fractions, o.lookahead, o.steps);
+  SweepGrid g = parse_sweep_grid(o.policies, o.chunk_mib, o.resident_fractions, o.lookahead, o.steps);
+  if (o.memory_budget_gib) {
+    if (!(*o.memory_budget_gib > 0) || !std::isfinite(*o.memory_budget_gib))
+      throw InputError("", "--memory-budget-gib", "expected a budget > 0 GiB, got " + fixed(*o.memory_budget_gib, 3));
+    g.memory_budget_bytes = *o.memory_budget_gib * kGiB;
+  }
+  return g;
 }
 
 /// Runs a sweep and writes its outputs; shared by `sweep` and the main job.
@@ -129,8 +146,9 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<SweepRow> rows;
+  int skipped = 0;
   try {
-    rows = run_sweep(scenario, configs, shard_index, shard_count);
+    rows = run_sweep(scenario, configs, shard_index, shard_count, &skipped);
   } catch (const SweepInterrupted& e) {  // print what completed; write nothing
     std::cout << "interrupted: " << e.completed() << " of " << e.total()
               << " configurations completed (below); no output file written\n\n"
@@ -150,6 +168,8 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
               << fixed(a.critical_flop / 1e12, 2) << " TFLOP -> " << a.regime << "; auto resident fraction "
               << fixed(a.auto_resident_fraction, 3) << "\n\n";
     std::cout << sweep_table(rows);
+    if (skipped > 0)
+      std::cout << skipped << " configuration" << (skipped == 1 ? "" : "s") << " left out: the memory budget cannot hold them\n";
   }
   if (!o.out_dir.empty()) {
     fs::create_directories(o.out_dir);
@@ -174,6 +194,96 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
                 << " configurations in " << fixed(wall_s, 3) << " s on " << omp_get_max_threads() << " threads)\n";
   }
   return 0;
+}
+
+struct ParetoOptions {
+  std::vector<std::string> scenarios;
+  std::string budgets = "0.3,0.5,0.7";
+  std::string policies = "no-offload,layerwise,layerwise-comm-aware,chunkflow";
+  std::string chunk_mib = "1,4,16,64,256";
+  std::string resident_fractions = "auto,0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1";
+  std::string out;
+  bool json_stdout = false;
+};
+
+/// `chunkflow pareto`: issue 8 §3's table (sim/pareto.hpp) for every scenario given (default: the
+/// shipped ones).
+void do_pareto(const CliContext& context, const ParetoOptions& o) {
+  std::vector<std::string> files = o.scenarios;
+  if (files.empty()) {
+    const fs::path dir = fs::path(CHUNKFLOW_SOURCE_DIR_FOR_SCRIPTS) / "scenarios";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".json") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw InputError("", "--scenarios", "expected scenario files (none found in " + dir.string() + ")");
+  }
+  std::vector<double> fractions;
+  {
+    std::stringstream ss(o.budgets);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      std::size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || !(v > 0 && v <= 1))
+        throw InputError("", "--budgets", "expected fractions in (0, 1] of no-offload's peak memory, got \"" + item + "\"");
+      fractions.push_back(v);
+    }
+  }
+  SweepGrid grid = parse_sweep_grid(o.policies, o.chunk_mib, o.resident_fractions, 1, SweepGrid{}.steps);
+  json j = json::object();
+  j["context"] = context_block(context.command_line);
+  json rows_json = json::array();
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> offload;
+  for (const auto& p : grid.policies)
+    if (p != "no-offload") offload.push_back(p);
+  for (const auto& file : files) {
+    ScenarioOptions so;
+    so.scenario_file = file;
+    const Scenario s = resolve_scenario(so);
+    const ParetoScenario r = pareto(s, grid, fractions);
+    for (const ParetoCell& c : r.cells) {
+      json row = {{"scenario", r.scenario},
+                  {"budget_fraction", c.budget_fraction},
+                  {"memory_budget_bytes", c.budget_bytes},
+                  {"no_offload", sweep_row_json(r.no_offload)},
+                  {"speedup_over_best_baseline", c.speedup_over_best_baseline}};
+      std::vector<std::string> line = {r.scenario, fixed(c.budget_fraction, 2), gib(c.budget_bytes),
+                                       ms(r.no_offload.summary.step_time_s)};
+      std::string cf_vs_bound = "-", cf_choice = "-";
+      for (const auto& [name, best] : c.best) {
+        row[name] = best.config_index >= 0 ? sweep_row_json(best) : json(nullptr);
+        line.push_back(best.config_index >= 0 ? ms(best.summary.step_time_s) : "no fit");
+        if (name == "chunkflow" && best.config_index >= 0) {
+          cf_vs_bound = fixed(best.summary.step_time_s / best.bound.bound_step_time_s, 3);
+          cf_choice = chunk_mib_text(best.plan.chunk_bytes) + "/" + fixed(best.plan.resident_fraction, 2);
+        }
+      }
+      line.push_back(c.speedup_over_best_baseline > 0 ? fixed(c.speedup_over_best_baseline, 3) : "-");
+      line.push_back(cf_vs_bound);
+      line.push_back(cf_choice);
+      cells.push_back(line);
+      rows_json.push_back(row);
+    }
+    if (!o.json_stdout) std::cerr << "pareto: " << r.scenario << " done\n";
+  }
+  j["rows"] = rows_json;
+  std::vector<std::string> header = {"scenario", "budget", "budget", "no-offload"};
+  std::vector<std::string> units = {"", "x peak", "GiB", "ms"};
+  for (const auto& p : offload) header.push_back(p), units.push_back("ms");
+  for (const char* h : {"speedup", "vs_bound", "chunk/R"}) header.push_back(h);
+  units.push_back("x");
+  units.push_back("x");
+  units.push_back("MiB/frac");
+  if (o.json_stdout) std::cout << j.dump(2) << "\n";
+  else std::cout << format_table(header, units, cells);
+  if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");
 }
 
 }  // namespace
@@ -272,13 +382,31 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
       std::cout << s.name << ": " << plan.info.policy << ", chunk " << fixed(plan.info.chunk_bytes / kMiB, 1)
                 << " MiB, resident fraction " << fixed(plan.info.resident_fraction, 3)
                 << (plan.info.resident_fraction_auto ? " (auto)" : "") << ", lookahead " << plan.info.lookahead << "\n\n"
-                << format_table({"step_time", "compute", "prefetch_stall", "collective", "h2d_busy", "h2d", "peak_memory", "fits"},
-                                {"ms", "ms", "ms", "ms", "ms", "GiB", "GiB", ""},
-                                {{ms(m.step_time_s), ms(m.compute_time_s), ms(m.prefetch_stall_s), ms(m.collective_time_s),
-                                  ms(m.h2d_time_s), gib(m.h2d_bytes), gib(m.peak_memory_bytes), fits_cell(verdict)}});
-      std::cout << (verdict.fits ? "\nfits: peak memory " + gib(m.peak_memory_bytes) + " GiB <= usable " +
+                << format_table({"step_time", "bound", "vs_bound", "compute", "prefetch_stall", "collective", "h2d_busy",
+                                 "h2d", "peak_memory", "fits"},
+                                {"ms", "ms", "x", "ms", "ms", "ms", "ms", "GiB", "GiB", ""},
+                                {{ms(m.step_time_s), ms(r.bound.bound_step_time_s),
+                                  fixed(m.step_time_s / r.bound.bound_step_time_s, 3), ms(m.compute_time_s),
+                                  ms(m.prefetch_stall_s), ms(m.collective_time_s), ms(m.h2d_time_s), gib(m.h2d_bytes),
+                                  gib(m.peak_memory_bytes), fits_cell(verdict)}})
+                << "bound: " << r.bound.binding << " (critical path " << ms(r.bound.critical_path_s) << " ms, link "
+                << ms(r.bound.link_s) << " ms" << (r.bound.link_resource.empty() ? "" : " on " + r.bound.link_resource)
+                << ", copy lane " << ms(r.bound.copy_lane_s) << " ms)\n";
+      if (plan.info.policy != "no-offload")
+        std::cout << "plan: residency " << plan.info.residency << ", " << plan.info.slot_count << " slots of "
+                  << fixed(plan.info.slot_bytes / kMiB, 2) << " MiB"
+                  << (plan.info.memory_budget_bytes > 0 ? ", budget " + gib(plan.info.memory_budget_bytes) + " GiB" : "")
+                  << (plan.info.policy == "chunkflow"
+                          ? ", all-to-all windows of the step: " + std::to_string(plan.info.windows_yield) + " yield, " +
+                                std::to_string(plan.info.windows_share) + " share (cap " +
+                                fixed(plan.info.share_cap_bytes_per_s / 1e9, 1) + " GB/s), " +
+                                std::to_string(plan.info.windows_ignore) + " ignore; planner's estimate " +
+                                ms(plan.info.estimated_step_time_s) + " ms"
+                          : "")
+                  << "\n";
+      std::cout << (verdict.fits ? "fits: peak memory " + gib(m.peak_memory_bytes) + " GiB <= usable " +
                                        gib(verdict.usable_bytes) + " GiB per GPU\n"
-                                 : "\nDOES NOT FIT: " + verdict.does_not_fit_reason + "\n");
+                                 : "DOES NOT FIT: " + verdict.does_not_fit_reason + "\n");
       if (!trace->empty()) std::cout << "\nwrote " << *trace << "\n";
     });
   }
@@ -299,9 +427,25 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
     cmd->add_option("--shard", o->shard, "I/N: run configurations k with k mod N == I (array jobs)")->capture_default_str();
     cmd->add_option("--out", o->out_dir, "Output folder (sweep.csv, sweep.json, sweep.png)")->capture_default_str();
     cmd->add_option("--threads", o->threads, "OpenMP threads (0 = every core), " + range_text("--threads"));
+    cmd->add_option("--memory-budget-gib", o->memory_budget_gib,
+                    "Per-GPU memory budget in GiB every configuration is planned to (> 0)");
     cmd->add_flag("--json", o->json_stdout, "Print the JSON on stdout instead of the table");
     cmd->add_flag("!--no-plot", o->plot, "Do not draw sweep.png");
     cmd->callback([o, context] { do_sweep(context, *o); });
+  }
+  // ---- pareto -----------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand(
+        "pareto", "Policies at equal memory: per scenario and budget, the fastest plan of each policy that fits");
+    auto o = std::make_shared<ParetoOptions>();
+    cmd->add_option("--scenarios", o->scenarios, "Scenario files (default: every shipped scenario)");
+    cmd->add_option("--budgets", o->budgets, "Budgets as fractions of no-offload's peak memory")->capture_default_str();
+    cmd->add_option("--policies", o->policies, "Comma-separated policies")->capture_default_str();
+    cmd->add_option("--chunk-mib-list", o->chunk_mib, "Chunk sizes in MiB (chunkflow)")->capture_default_str();
+    cmd->add_option("--resident-fractions", o->resident_fractions, "Resident fractions or auto")->capture_default_str();
+    cmd->add_option("--out", o->out, "Write the rows as JSON to this file");
+    cmd->add_flag("--json", o->json_stdout, "Print the JSON on stdout instead of the table");
+    cmd->callback([o, context] { do_pareto(context, *o); });
   }
 }
 

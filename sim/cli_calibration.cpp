@@ -427,8 +427,8 @@ void do_validate(const CliContext& context, const ValidateOptions& o) {
 struct TuneOptions {
   ScenarioOptions scenario;
   double budget_gib = 0;
-  std::string policies = "no-offload,layerwise,chunkflow";
-  std::string chunk_mib = "8,16,32,64,128,256";
+  std::string policies = "no-offload,layerwise,layerwise-comm-aware,chunkflow";
+  std::string chunk_mib = "1,4,16,64,256";
   std::string resident_fractions = "auto,0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1";
   int lookahead = 1;
   std::string out_dir = "out";
@@ -478,7 +478,7 @@ void do_tune(const CliContext& context, const TuneOptions& o) {
   } else {
     const SweepRow& b = t.candidates[t.best];
     auto describe = [](const SweepRow& r) {
-      return r.plan.policy + (r.plan.policy == "chunkflow" ? ", chunk " + fixed(r.plan.chunk_bytes / kMiB, 0) + " MiB" : "") +
+      return r.plan.policy + (r.plan.policy == "chunkflow" ? ", chunk " + fixed(r.plan.chunk_bytes / kMiB, 2) + " MiB" : "") +
              ", resident fraction " + fixed(r.plan.resident_fraction, 3) + (r.plan.resident_fraction_auto ? " (auto)" : "");
     };
     std::cout << "scenario " << s.name << " on " << s.node.id
@@ -490,7 +490,7 @@ void do_tune(const CliContext& context, const TuneOptions& o) {
     for (int i : t.frontier) {
       const SweepRow& r = t.candidates[i];
       rows.push_back({fixed(r.summary.peak_memory_bytes / kGiB, 2), ms(r.summary.step_time_s), r.plan.policy,
-                      r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 0) : "-",
+                      r.plan.policy == "chunkflow" ? fixed(r.plan.chunk_bytes / kMiB, 2) : "-",
                       fixed(r.plan.resident_fraction, 3), r.summary.peak_memory_bytes <= t.budget_bytes ? "yes" : "no",
                       r.verdict.fits ? "yes" : "NO", i == t.best ? "<- best" : ""});
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/analytical.hpp"
+#include "sim/flows.hpp"
 #include "sim/maxmin.hpp"
 #include "sim/topology.hpp"
 
@@ -173,32 +174,13 @@ class Simulation {
   // Owned by the nodes helper (issue 9): how each op becomes flows on the topology's routes.
   void start_flows(int target, bool group) {
     if (!group) {
-      const PlanOp& op = plan_.ops[target];
-      // The copy engine's own rate, or the plan's cap on this copy when it is lower.
-      const double cap = op.rate_cap_bytes_per_s > 0 ? std::min(op.rate_cap_bytes_per_s, node_.copy_engine_bytes_per_s)
-                                                     : node_.copy_engine_bytes_per_s;
-      add_flow(topology_.route(Topology::kHostVertex, Topology::gpu_vertex(op.rank)), op.bytes, cap, target, false);
+      const FlowSpec f = h2d_flow(plan_.ops[target], node_, topology_);
+      add_flow(*f.route, f.bytes, f.bound_bytes_per_s, target, false);
     } else {
       Group& g = groups_[target];
-      const PlanOp& first = plan_.ops[g.members.front()];
-      const double buffer = first.bytes;
-      const int P = plan_.workload.ulysses_degree;
-      if (node_.collective == CollectiveBackend::pcie_proxy) {
-        const double bytes = buffer * (P - 1) / P;
-        const double cap = node_.collective_flow_bytes_per_s;
-        add_flow(topology_.route(Topology::gpu_vertex(0), Topology::kHostVertex), bytes, cap, target, true);
-        add_flow(topology_.route(Topology::kHostVertex, Topology::gpu_vertex(0)), bytes, cap, target, true);
-        g.open_flows = 2;
-      } else {
-        // Direct all-to-all: every rank sends S/P to every other rank, each pair on the path and
-        // at the per-flow cap of the transport NCCL would pick for it (Topology::peer_path).
-        for (int a = 0; a < P; ++a)
-          for (int b = 0; b < P; ++b)
-            if (a != b) {
-              const Topology::PeerPath& peer = topology_.peer_path(a, b);
-              add_flow(peer.route, buffer / P, peer.flow_cap_bytes_per_s, target, true);
-              ++g.open_flows;
-            }
+      for (const FlowSpec& f : collective_flows(plan_.ops[g.members.front()], plan_, node_, topology_)) {
+        add_flow(*f.route, f.bytes, f.bound_bytes_per_s, target, true);
+        ++g.open_flows;
       }
       if (g.open_flows == 0) {  // P == 1 never plans a collective; kept for robustness
         for (int m : g.members) end_op(m);
@@ -328,7 +310,13 @@ class Simulation {
 }  // namespace
 
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
-  return Simulation(plan, node, options).run();
+  SimResult r = Simulation(plan, node, options).run();
+  // E(s−1): the last compute end of the step before the reported one, over ranks (0 for one step).
+  double previous_end_s = 0;
+  for (const TimelineRow& row : r.timeline.rows)
+    if (row.kind == OpKind::compute && row.step == plan.info.steps - 2) previous_end_s = std::max(previous_end_s, row.end_s);
+  r.bound = step_bound(plan, node, previous_end_s);
+  return r;
 }
 
 }  // namespace chunkflow

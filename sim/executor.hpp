@@ -29,6 +29,7 @@
 
 #include "model/node.hpp"
 #include "runtime/step_plan.hpp"
+#include "sim/bound.hpp"
 #include "traces/timeline.hpp"
 
 namespace chunkflow {
@@ -44,6 +45,9 @@ struct SimResult {
   /// Events processed: op starts, event-queue pops (op ends, the start of an H2D op's or a
   /// collective's flows) and instants at which flows complete (several flows may end at once).
   uint64_t events = 0;
+  /// The plan's step-time lower bound on this node, with the cumulative terms for this run's
+  /// E(s−1) (sim/bound.hpp): summary.step_time_s ≥ it.
+  StepBound bound;
 };
 
 /// Simulates `plan` on `node`. The plan must be valid (runtime validate()); throws

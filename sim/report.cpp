@@ -104,6 +104,26 @@ json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResu
   return j;
 }
 
+namespace {
+
+/// What the policy decided and the bound, shared by `simulate --json` and sweep rows.
+void add_decisions_and_bound(json& j, const PlanInfo& i, const StepSummary& m, const StepBound& b) {
+  j["residency"] = i.residency;
+  j["memory_budget_bytes"] = i.memory_budget_bytes;
+  j["share_cap_bytes_per_s"] = i.share_cap_bytes_per_s;
+  j["windows"] = {{"yield", i.windows_yield}, {"share", i.windows_share}, {"ignore", i.windows_ignore}};
+  j["estimated_step_time_s"] = i.estimated_step_time_s;
+  j["bound_step_time_s"] = b.bound_step_time_s;
+  j["vs_bound"] = b.bound_step_time_s > 0 ? m.step_time_s / b.bound_step_time_s : 0.0;
+  j["bound"] = {{"critical_path_s", b.critical_path_s},
+                {"link_s", b.link_s},
+                {"link_resource", b.link_resource},
+                {"copy_lane_s", b.copy_lane_s},
+                {"binding", b.binding}};
+}
+
+}  // namespace
+
 json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) {
   const StepSummary& m = r.summary;
   const PlanInfo& i = plan.info;
@@ -130,6 +150,7 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   j["h2d_bytes"] = m.h2d_bytes;
   j["prefetch_stall_s"] = m.prefetch_stall_s;
   j["collective_time_s"] = m.collective_time_s;
+  add_decisions_and_bound(j, i, m, r.bound);
   j["ops"] = plan.ops.size();
   j["events"] = r.events;
   const MemoryVerdict v = memory_verdict(plan, s.node, m.peak_memory_bytes);
@@ -158,6 +179,7 @@ json sweep_row_json(const SweepRow& r) {
           {"events", r.events},
           {"fits", r.verdict.fits}};
   if (!r.verdict.fits) j["does_not_fit_reason"] = r.verdict.does_not_fit_reason;
+  add_decisions_and_bound(j, r.plan, m, r.bound);
   return j;
 }
 

@@ -22,14 +22,15 @@ std::vector<PolicyConfig> sweep_configs(const SweepGrid& grid) {
     p.policy = policy;
     p.lookahead = grid.lookahead;
     p.steps = grid.steps;
+    p.memory_budget_bytes = grid.memory_budget_bytes;
     return p;
   };
   for (const auto& policy : grid.policies) {
     if (policy == "no-offload") {
       out.push_back(base(policy));
-    } else if (policy == "layerwise") {
+    } else if (is_baseline_policy(policy)) {
       for (const auto& r : grid.resident_fractions)
-        if (r) {
+        if (r || grid.memory_budget_bytes) {
           PolicyConfig p = base(policy);
           p.resident_fraction = r;
           out.push_back(p);
@@ -96,7 +97,11 @@ SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk
   if (g.policies.empty()) throw InputError("", "--policies", "expected a comma-separated list of policies");
   for (const auto& p : g.policies)
     if (std::find(known.begin(), known.end(), p) == known.end())
-      throw InputError("", "--policies", "expected no-offload, layerwise or chunkflow, got \"" + p + "\"");
+      throw InputError("", "--policies", "expected names among " + [&] {
+        std::string k;
+        for (const auto& n : known) k += (k.empty() ? "" : ", ") + n;
+        return k;
+      }() + ", got \"" + p + "\"");
   g.chunk_mib.clear();
   for (const auto& c : split_list(chunk_mib)) g.chunk_mib.push_back(parse_positive(c, "--chunk-mib-list", "chunk sizes > 0 MiB"));
   if (g.chunk_mib.empty()) throw InputError("", "--chunk-mib-list", "expected a comma-separated list of sizes > 0 MiB");
@@ -120,12 +125,13 @@ std::pair<int, int> parse_shard(const std::string& text) {
 }
 
 std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<PolicyConfig>& configs, int shard_index,
-                                int shard_count) {
+                                int shard_count, int* skipped) {
   std::vector<int> mine;
   for (int k = 0; k < int(configs.size()); ++k)
     if (k % shard_count == shard_index) mine.push_back(k);
   std::vector<SweepRow> rows(mine.size());
   std::vector<std::exception_ptr> errors(mine.size());
+  std::vector<char> dropped(mine.size(), 0);
   SimOptions options;
   options.record_links = false;
   options.record_memory = false;
@@ -139,8 +145,13 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
       validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
       const SimResult r = simulate(plan, scenario.node, options);
       rows[i] = {mine[i], config, plan.info, r.summary, memory_verdict(plan, scenario.node, r.summary.peak_memory_bytes),
-                 r.events, plan.ops.size()};
+                 r.bound, r.events, plan.ops.size()};
       done[i] = 1;
+    } catch (const InputError& e) {
+      if (configs[mine[i]].memory_budget_bytes && e.field() == "/policy/memory_budget_gib")
+        dropped[i] = 1;  // the budget cannot hold this configuration: no row
+      else
+        errors[i] = std::current_exception();
     } catch (...) {
       errors[i] = std::current_exception();
     }
@@ -153,7 +164,12 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
       if (done[i]) completed.push_back(rows[i]);
     throw SweepInterrupted(sig, std::move(completed), int(rows.size()));
   }
-  return rows;
+  std::vector<SweepRow> kept;
+  kept.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(rows[i]));
+  if (skipped) *skipped = int(rows.size() - kept.size());
+  return kept;
 }
 
 std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& rows) {
@@ -161,7 +177,8 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
   out.precision(17);
   out << "config_index,scenario,model,node,height,width,frames,batch,ulysses_degree,policy,chunk_mib,"
          "resident_fraction,resident_fraction_auto,lookahead,step_time_s,peak_memory_bytes,compute_time_s,"
-         "h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events,fits,does_not_fit_reason\n";
+         "h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events,fits,does_not_fit_reason,"
+         "bound_step_time_s,vs_bound,residency,memory_budget_bytes,share_cap_bytes_per_s\n";
   const Workload& w = scenario.workload;
   for (const auto& r : rows) {
     const StepSummary& m = r.summary;
@@ -171,7 +188,9 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
         << (r.plan.resident_fraction_auto ? 1 : 0) << ',' << r.plan.lookahead << ',' << m.step_time_s << ','
         << m.peak_memory_bytes << ',' << m.compute_time_s << ',' << m.h2d_time_s << ',' << m.prefetch_stall_s << ','
         << m.collective_time_s << ',' << m.h2d_bytes << ',' << r.plan.offloaded_bytes_per_step << ',' << r.ops << ','
-        << r.events << ',' << (r.verdict.fits ? 1 : 0) << ',' << r.verdict.does_not_fit_reason << '\n';
+        << r.events << ',' << (r.verdict.fits ? 1 : 0) << ',' << r.verdict.does_not_fit_reason << ','
+        << r.bound.bound_step_time_s << ',' << m.step_time_s / r.bound.bound_step_time_s << ',' << r.plan.residency << ','
+        << r.plan.memory_budget_bytes << ',' << r.plan.share_cap_bytes_per_s << '\n';
   }
   return out.str();
 }

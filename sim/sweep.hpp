@@ -16,16 +16,18 @@
 namespace chunkflow {
 
 struct SweepGrid {
-  std::vector<std::string> policies = {"no-offload", "layerwise", "chunkflow"};
+  std::vector<std::string> policies = {"no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"};
   std::vector<double> chunk_mib = {8, 16, 32, 64, 128, 256};
   /// nullopt = auto. Layerwise takes only the numeric ones (its "auto" is no resident block).
   std::vector<std::optional<double>> resident_fractions = {std::nullopt, 0.0, 0.25, 0.5, 0.75, 1.0};
   int lookahead = 1;
   int steps = 2;
+  std::optional<double> memory_budget_bytes;  ///< per GPU, given to every configuration (none: unbounded)
 };
 
-/// The configurations of a grid, in a fixed order: no-offload once; layerwise per numeric resident
-/// fraction; chunkflow per chunk size × resident fraction.
+/// The configurations of a grid, in a fixed order: no-offload once; each baseline (layerwise*) per
+/// resident fraction (auto included only with a memory budget: it then means "as many resident
+/// blocks as fit"); chunkflow per chunk size × resident fraction.
 std::vector<PolicyConfig> sweep_configs(const SweepGrid& grid);
 
 struct SweepRow {
@@ -34,6 +36,7 @@ struct SweepRow {
   PlanInfo plan;            ///< resolved parameters (auto residency → number)
   StepSummary summary;
   MemoryVerdict verdict;    ///< fits (peak ≤ usable GPU memory) and, if not, why (sim/fit.hpp)
+  StepBound bound;          ///< the plan's lower bound (sim/bound.hpp)
   uint64_t events = 0;
   std::size_t ops = 0;
 };
@@ -56,10 +59,12 @@ struct SweepInterrupted : Interrupted {
 };
 
 /// Validates and simulates the configurations of shard `shard_index` of `shard_count` on every core.
-/// Rows come back in config order, whatever the thread count. After SIGINT/SIGTERM it starts no
-/// more configurations and throws SweepInterrupted with the completed ones.
+/// Rows come back in config order, whatever the thread count. A configuration whose plan the memory
+/// budget cannot hold has no row (`skipped`, when given, counts them); any other error is rethrown.
+/// After SIGINT/SIGTERM it starts no more configurations and throws SweepInterrupted with the
+/// completed ones.
 std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<PolicyConfig>& configs,
-                                int shard_index = 0, int shard_count = 1);
+                                int shard_index = 0, int shard_count = 1, int* skipped = nullptr);
 
 /// CSV with a header line; one line per row (config_index first).
 std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& rows);

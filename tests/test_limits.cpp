@@ -81,7 +81,7 @@ TEST_CASE("shapes beyond the caps exit as input errors naming the field", "[limi
   CHECK_THROWS_WITH(validate(w), Catch::Contains("/workload/height") && Catch::Contains("16384"));
 }
 
-TEST_CASE("the op count predicted before building equals the plan's", "[limits]") {
+TEST_CASE("the op count predicted before building equals the plan's (baselines) or bounds it (chunkflow)", "[limits]") {
   const NodeSpec node = chunkflow::node("2xh100-pcie");
   for (const auto& [model, h, w, f] : {std::tuple{"wan2.1-t2v-14b", 480, 832, 17}, std::tuple{"flux.1-dev", 1024, 1024, 1}}) {
     const Workload wl = test::workload(model, h, w, f, 2);
@@ -90,7 +90,14 @@ TEST_CASE("the op count predicted before building equals the plan's", "[limits]"
                                   test::policy("chunkflow", std::nullopt, 64), test::policy("chunkflow", 0.5, 3.7)}) {
       INFO(model << " " << p.policy << " chunk " << p.chunk_bytes / kMiB);
       const StepPlan plan = build_plan(wl, node, p);
-      CHECK(plan_ops_per_step(wl, cost, node, p) * p.steps == double(plan.ops.size()));
+      const double predicted = plan_ops_per_step(wl, cost, node, p) * p.steps;
+      if (p.policy == "chunkflow") {
+        CHECK(predicted >= double(plan.ops.size()));
+        if (p.resident_fraction)  // a bound, not a wild guess (auto is counted at R = 0)
+          CHECK(predicted <= 2.0 * double(plan.ops.size()));
+      } else {
+        CHECK(predicted == double(plan.ops.size()));
+      }
     }
   }
 }

@@ -1,0 +1,104 @@
+// Host-link sharing between a rank's copies and an all-to-all; see link_model.hpp.
+#include "model/link_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "model/routes.hpp"
+
+namespace chunkflow {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Flows {
+  double m_in = 1, m_out = 1;  ///< collective flows crossing the rank's link towards / away from the GPU
+  double bytes_per_flow = 0;
+  double flow_cap = 0;         ///< per-flow cap (transport)
+};
+
+Flows collective_flows(const NodeSpec& node, int rank, int P, double buffer_bytes) {
+  if (node.collective == CollectiveBackend::pcie_proxy)
+    return {1.0, 1.0, buffer_bytes * (P - 1) / P, node.collective_flow_bytes_per_s};
+  const HostLinkUse use = collective_host_link_use(node, rank, P);
+  double cap = use.flow_cap_bytes_per_s;
+  if (use.flows_in == 0 && use.flows_out == 0)  // the collective runs off this link (NVLink, NVSwitch)
+    cap = node.p2p_flow_bytes_per_s > 0 ? node.p2p_flow_bytes_per_s : node.collective_flow_bytes_per_s;
+  return {double(use.flows_in), double(use.flows_out), buffer_bytes / P, cap};
+}
+
+/// Max-min fair (x, y) by progressive filling over the three resources of the header's model. Both
+/// flow classes have weight 1 per flow; the copy counts once on H2D and the duplex, the collective
+/// class m_in times on H2D, m_out times on D2H and m_in + m_out times on the duplex.
+std::pair<double, double> fill(double A, double B, double D, double m_in, double m_out, double x_bound,
+                               double y_bound) {
+  double x = 0, y = 0;
+  bool x_fixed = !(x_bound > 0), y_fixed = m_in + m_out == 0;
+  if (y_fixed) y = y_bound;
+  for (int iter = 0; iter < 4 && !(x_fixed && y_fixed); ++iter) {
+    const double cx = x_fixed ? 0 : 1;
+    const double ci = y_fixed ? 0 : m_in, co = y_fixed ? 0 : m_out;
+    const double rem_A = A - (x_fixed ? x : 0) - (y_fixed ? m_in * y : 0);
+    const double rem_B = B - (y_fixed ? m_out * y : 0);
+    const double rem_D = D > 0 ? D - (x_fixed ? x : 0) - (y_fixed ? (m_in + m_out) * y : 0) : kInf;
+    double level = kInf;
+    auto tight = [&](double rem, double coeff) {
+      if (coeff > 0) level = std::min(level, std::max(rem, 0.0) / coeff);
+    };
+    tight(rem_A, cx + ci);
+    tight(rem_B, co);
+    tight(rem_D, cx + ci + co);
+    if (!x_fixed) level = std::min(level, x_bound);
+    if (!y_fixed) level = std::min(level, y_bound);
+    const double eps = 1e-9 * std::max(1.0, level);
+    auto at = [&](double rem, double coeff) { return coeff > 0 && std::max(rem, 0.0) / coeff <= level + eps; };
+    const bool A_t = at(rem_A, cx + ci), B_t = at(rem_B, co), D_t = at(rem_D, cx + ci + co);
+    const bool fix_x = !x_fixed && (A_t || D_t || x_bound <= level + eps);
+    const bool fix_y = !y_fixed && ((ci > 0 && A_t) || B_t || D_t || y_bound <= level + eps);
+    if (fix_x) x = std::min(level, x_bound), x_fixed = true;
+    if (fix_y) y = std::min(level, y_bound), y_fixed = true;
+    if (!fix_x && !fix_y) break;
+  }
+  return {x, y};
+}
+
+}  // namespace
+
+CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, double buffer_bytes,
+                                      double copy_cap_bytes_per_s) {
+  if (P < 2) throw std::invalid_argument("share_with_collective: Ulysses degree must be ≥ 2, got " + std::to_string(P));
+  if (!(buffer_bytes > 0)) throw std::invalid_argument("share_with_collective: buffer must be > 0 bytes");
+  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
+  const LinkSpec& link = node.host_link(rank);
+  const Flows f = collective_flows(node, rank, P, buffer_bytes);
+  const double x_bound = std::min(node.copy_engine_bytes_per_s, copy_cap_bytes_per_s);
+  // Both directions busy: the link's under-duplex capacities replace its one-way ones (the
+  // simulator applies them the same way, sim/topology.hpp).
+  const bool both = f.m_out > 0 && (f.m_in > 0 || x_bound > 0);
+  const bool under = both && link.a_to_b_under_duplex_bytes_per_s > 0;
+  const double A = under ? link.a_to_b_under_duplex_bytes_per_s : link.a_to_b_bytes_per_s;
+  const double B = under ? link.b_to_a_under_duplex_bytes_per_s : link.b_to_a_bytes_per_s;
+  const auto [x, y] = fill(A, B, link.duplex_bytes_per_s, f.m_in, f.m_out, x_bound, f.flow_cap);
+  CollectiveShare s;
+  s.copy_bytes_per_s = x;
+  s.collective_flow_bytes_per_s = y;
+  s.collective_time_s = node.collective_latency_s + (y > 0 ? f.bytes_per_flow / y : kInf);
+  return s;
+}
+
+double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffer_bytes, double tolerance) {
+  const double alone = share_with_collective(node, rank, P, buffer_bytes, 0.0).collective_time_s;
+  const double limit = alone * (1.0 + std::max(tolerance, 0.0));
+  double lo = 0, hi = node.copy_engine_bytes_per_s;
+  if (share_with_collective(node, rank, P, buffer_bytes, hi).collective_time_s <= limit) return hi;
+  for (int i = 0; i < 60; ++i) {  // bisection: the collective's time is non-decreasing in the cap
+    const double mid = 0.5 * (lo + hi);
+    (share_with_collective(node, rank, P, buffer_bytes, mid).collective_time_s <= limit ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,201 @@
+// Plan emission shared by every policy; see plan_builder.hpp.
+#include "runtime/plan_builder.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace chunkflow {
+
+ProgramLayout::ProgramLayout(const ForwardCost& cost) {
+  const int nblocks = int(cost.blocks.size());
+  units_.resize(nblocks);
+  for (int b = 0; b < nblocks; ++b) {
+    block_begin_.push_back(int(positions_.size()));
+    const BlockCost& block = cost.blocks[b];
+    for (int st = 0; st < int(block.stages.size()); ++st) {
+      Position pos;
+      pos.block = b;
+      pos.stage = st;
+      pos.collective = block.stages[st].stage.kind == BlockStage::Kind::all_to_all;
+      const auto [lo, hi] = stage_weight_range(block, st);
+      pos.lo_bytes = lo;
+      pos.hi_bytes = hi;
+      positions_.push_back(pos);
+      if (hi > lo) units_[b].push_back({lo, hi});
+    }
+    std::sort(units_[b].begin(), units_[b].end());
+  }
+  block_begin_.push_back(int(positions_.size()));
+}
+
+std::pair<int, int> ProgramLayout::readers(int block, double lo, double hi) const {
+  int first = -1, last = -1;
+  for (int p = block_begin_[block]; p < block_begin_[block + 1]; ++p)
+    if (positions_[p].lo_bytes < hi && positions_[p].hi_bytes > lo) {
+      if (first < 0) first = p;
+      last = p;
+    }
+  return {first, last};
+}
+
+namespace {
+
+/// "s<step>.b<block, two digits at least>." (formatted by hand: this runs once per op).
+std::string block_prefix(int step, int block) {
+  std::string s;
+  s.reserve(32);
+  s += 's';
+  s += std::to_string(step);
+  s += block < 10 ? ".b0" : ".b";
+  s += std::to_string(block);
+  s += '.';
+  return s;
+}
+
+}  // namespace
+
+StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
+                                  PlanInfo info) {
+  StepPlan plan;
+  plan.workload = w;
+  plan.cost = forward_cost(w);
+  const ForwardCost& cost = plan.cost;
+  const ProgramLayout layout(cost);
+  const int n = layout.positions_per_step();
+  const int ranks = node.executed_ranks(w.ulysses_degree);
+  const auto& pieces = schedule.pieces;
+  const std::size_t np = pieces.size();
+
+  info.steps = steps;
+  info.ranks = ranks;
+  info.activation_bytes = cost.activation_bytes;
+  info.slot_count = np == 0 ? 0 : schedule.slot_count;
+  info.slot_bytes = np == 0 ? 0 : schedule.slot_bytes;
+  info.offloaded_bytes_per_step = 0;
+  double resident = cost.weight_bytes;
+  for (const CopyPiece& c : pieces) {
+    if (c.bytes > schedule.slot_bytes + 0.5)
+      throw std::logic_error("build_plan: a copy of " + std::to_string(c.bytes) + " bytes exceeds the slot size");
+    if (c.step == steps - 1) {
+      info.offloaded_bytes_per_step += c.bytes;
+      resident -= c.bytes;
+    }
+  }
+  info.resident_weight_bytes = resident;
+  if (np > 0 && info.slot_count < 1) throw std::logic_error("build_plan: copies without slots");
+
+  // Per piece: its readers (global positions) and the release position of its slot's previous holder.
+  std::vector<int> first_reader(np), last_reader(np);
+  for (std::size_t j = 0; j < np; ++j) {
+    const CopyPiece& c = pieces[j];
+    const auto [f, l] = layout.readers(c.block, c.offset_bytes, c.offset_bytes + c.bytes);
+    if (f < 0) throw std::logic_error("build_plan: a copy of block " + std::to_string(c.block) + " has no reader");
+    first_reader[j] = c.step * n + f;
+    last_reader[j] = c.step * n + l;
+  }
+  // Pieces of each (step, block), to find a compute op's pieces.
+  std::vector<std::vector<std::size_t>> pieces_of(std::size_t(steps) * cost.blocks.size());
+  for (std::size_t j = 0; j < np; ++j) pieces_of[std::size_t(pieces[j].step) * cost.blocks.size() + pieces[j].block].push_back(j);
+  // The global position after whose op piece j may be issued (both its slot release and its `after`).
+  std::vector<int> ready_position(np);
+  for (std::size_t j = 0; j < np; ++j) {
+    int ready = pieces[j].after_position;
+    if (j >= std::size_t(info.slot_count)) ready = std::max(ready, last_reader[j - info.slot_count]);
+    ready_position[j] = ready;
+    if (ready >= first_reader[j])
+      throw std::logic_error("build_plan: a copy of block " + std::to_string(pieces[j].block) +
+                             " can only start after its own reader (slot pool too small or copy held too long)");
+  }
+
+  {
+    std::size_t stages = 0;
+    for (const auto& b : cost.blocks) stages += b.stages.size();
+    plan.ops.reserve(std::size_t(ranks) * (std::size_t(steps) * stages + np));
+  }
+  std::vector<int> group_of_collective;  // program position of rank 0 → group id
+  int next_group = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::vector<int> program_op(std::size_t(steps) * n, -1);
+    std::vector<int> piece_op(np, -1);
+    std::vector<double> free_at(std::size_t(steps) * n, 0.0);  // bytes freed by each program op
+    for (std::size_t j = 0; j < np; ++j) free_at[last_reader[j]] += pieces[j].bytes;
+    int last_compute = -1, last_h2d = -1, last_comm = -1, pending_collective = -1;
+    std::size_t next_piece = 0;
+    int collective_index = 0;
+
+    // Issues, in lane order, every piece whose dependencies are all in the plan (up to position g).
+    auto issue_ready = [&](int g) {
+      while (next_piece < np && ready_position[next_piece] <= g) {
+        const std::size_t j = next_piece++;
+        const CopyPiece& c = pieces[j];
+        PlanOp op;
+        op.kind = OpKind::h2d;
+        op.lane = Lane::h2d;
+        op.rank = rank;
+        op.step = c.step;
+        op.block = c.block;
+        op.chunk = c.chunk;
+        op.slot = int(j % info.slot_count);
+        op.bytes = c.bytes;
+        op.src_offset_bytes = c.offset_bytes;
+        op.alloc_bytes = c.bytes;
+        op.rate_cap_bytes_per_s = c.rate_cap_bytes_per_s;
+        op.name = block_prefix(c.step, c.block) + (schedule.whole_block_names ? std::string("h2d")
+                                                                              : "h2d.c" + std::to_string(c.chunk));
+        if (last_h2d >= 0) op.deps.push_back(last_h2d);
+        if (j >= std::size_t(info.slot_count)) op.data_deps.push_back(program_op[last_reader[j - info.slot_count]]);
+        if (c.after_position >= 0) op.data_deps.push_back(program_op[c.after_position]);
+        std::sort(op.data_deps.begin(), op.data_deps.end());
+        op.data_deps.erase(std::unique(op.data_deps.begin(), op.data_deps.end()), op.data_deps.end());
+        last_h2d = piece_op[j] = plan.add(std::move(op));
+      }
+    };
+
+    issue_ready(-1);  // cold start: every piece that waits for nothing
+    for (int s = 0; s < steps; ++s) {
+      for (int p = 0; p < n; ++p) {
+        const int g = s * n + p;
+        const ProgramLayout::Position& pos = layout.at(p);
+        const StageCost& stage = cost.blocks[pos.block].stages[pos.stage];
+        PlanOp op;
+        op.rank = rank;
+        op.step = s;
+        op.block = pos.block;
+        op.stage = pos.stage;
+        op.name = block_prefix(s, pos.block) + stage.name;
+        if (pos.collective) {
+          op.kind = OpKind::collective;
+          op.lane = Lane::comm;
+          op.bytes = stage.all_to_all_buffer_bytes;
+          if (rank == 0) group_of_collective.push_back(next_group++);
+          op.collective_group = group_of_collective.at(collective_index++);
+          if (last_comm >= 0) op.deps.push_back(last_comm);
+          if (last_compute >= 0) op.data_deps.push_back(last_compute);
+          last_comm = pending_collective = program_op[g] = plan.add(std::move(op));
+        } else {
+          op.kind = OpKind::compute;
+          op.lane = Lane::compute;
+          op.flop = stage.flop;
+          op.free_bytes = free_at[g];
+          if (last_compute >= 0) op.deps.push_back(last_compute);
+          if (pending_collective >= 0) op.data_deps.push_back(pending_collective);
+          for (std::size_t j : pieces_of[std::size_t(s) * cost.blocks.size() + pos.block]) {
+            const CopyPiece& c = pieces[j];
+            if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;
+            if (piece_op[j] < 0)
+              throw std::logic_error("build_plan: " + op.name + " reads a copy not yet issued (slot pool too small)");
+            op.data_deps.push_back(piece_op[j]);
+          }
+          last_compute = program_op[g] = plan.add(std::move(op));
+          pending_collective = -1;
+        }
+        issue_ready(g);
+      }
+    }
+    if (next_piece != np) throw std::logic_error("build_plan: copies left unissued");
+  }
+  plan.info = std::move(info);
+  return plan;
+}
+
+}  // namespace chunkflow

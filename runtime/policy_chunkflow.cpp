@@ -1,0 +1,607 @@
+// chunkflow: chunked prefetch co-scheduled with the collectives, planned from a closed-loop
+// estimate of its own timeline (shared/DESIGN.md "Policies"; code-review-3fa5e28.md §2.3).
+//
+// What the planner decides, per configuration (chunk size C, resident fraction R or auto, lookahead
+// or memory budget):
+//  1. Residency placement: either a tensor-aligned prefix of every block (the bytes each block
+//     reads first stay, so demand on the link is smooth) or whole blocks strided (SGLang's
+//     placement, so streamed blocks get the resident blocks' compute to hide in). Both are
+//     estimated; the plan keeps the faster (ties: the prefix).
+//  2. Chunks: the offloaded bytes of a block in layout (= first use) order, packed into chunks of at
+//     most C bytes that never straddle a tensor edge unless a tensor is larger than C (then it is cut
+//     into equal pieces), so a linear waits only for its own chunks.
+//  3. The copy lane, chunk by chunk in deadline order, work-conserving within the slots the memory
+//     budget (or L+1 blocks' worth) allows, simulated against the program with stalls included
+//     (closed loop): a chunk that would run into the next all-to-all window is split at the window's
+//     estimated edge; inside a window the copy yields (waits for the collective's end), shares
+//     (runs rate-capped) or ignores it (runs uncapped), by one mode per plan chosen from four
+//     candidates (share at the cap that leaves the all-to-all its rate, yield, share at the cap that
+//     slows it ≤ 10 %, ignore) by the estimate. The window edges come from the previous pass of the
+//     estimate (two passes; the first from the stall-free program); copies still moving when a
+//     window's real times become known are re-timed.
+//  4. R = auto: the smallest fraction tried (a 0.1 grid, and with a budget the fractions that leave
+//     ½, 1, 2 or 3 blocks' worth of buffers) whose estimated step time is within 2 % of the critical
+//     path (compute + uncontended collectives, the bound no plan beats); failing that, the fastest.
+// The estimate uses model/link_model.hpp for the rates a copy and an all-to-all get together and
+// model/analytical.hpp for compute; the simulator then executes the plan it produces.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "model/analytical.hpp"
+#include "model/error.hpp"
+#include "model/link_model.hpp"
+#include "runtime/plan_builder.hpp"
+#include "runtime/policy.hpp"
+
+namespace chunkflow {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+/// Split points and chunk edges are multiples of this many bytes (DMA-friendly, whole elements).
+constexpr double kAlignBytes = 256;
+/// Relative slowdown of an all-to-all that the "share" mode with the higher cap accepts.
+constexpr double kShareTolerance = 0.10;
+/// A capped copy whose rest exceeds its window by less than this goes whole (a piece costs a latency).
+constexpr double kOverrunBytes = 512 * 1024;
+/// "auto" residency accepts a plan whose estimate is within this factor of the critical path.
+constexpr double kAutoWithinBound = 1.02;
+
+enum class WindowMode { share_free, yield, share_tolerant, ignore };
+
+struct Chunk {
+  int step = 0, block = 0;
+  double offset_bytes = 0, bytes = 0;
+  int first_reader = 0, last_reader = 0;  ///< global program positions
+};
+
+struct Residency {
+  std::string name;                  ///< "prefix" or "strided-blocks"
+  std::vector<double> resident_lo;   ///< per block: bytes [0, lo) resident (prefix) ...
+  std::vector<bool> whole;           ///< ... or the whole block resident (strided)
+  double resident_block_bytes = 0;
+};
+
+struct Estimate {
+  bool feasible = false;
+  double step_time_s = kInf;
+  std::vector<CopyPiece> pieces;
+  std::vector<double> window_start_s, window_end_s;  ///< per collective (global order)
+  std::vector<double> program_end_s;                 ///< per global program position
+  std::vector<double> piece_start_s, piece_end_s;    ///< per piece
+  int yield = 0, share = 0, ignore = 0;              ///< windows of the last step by what ran in them
+};
+
+class Planner {
+ public:
+  Planner(const Workload& w, const NodeSpec& node, const PolicyConfig& config)
+      : w_(w), node_(node), config_(config), cost_(forward_cost(w)), layout_(cost_),
+        n_(layout_.positions_per_step()), steps_(config.steps) {
+    const int G = steps_ * n_;
+    duration_s_.resize(n_);
+    for (int p = 0; p < n_; ++p) {
+      const auto& pos = layout_.at(p);
+      const StageCost& st = cost_.blocks[pos.block].stages[pos.stage];
+      if (pos.collective) {
+        duration_s_[p] = share_with_collective(node_, 0, w_.ulysses_degree, st.all_to_all_buffer_bytes, 0.0).collective_time_s;
+        if (std::find(buffers_.begin(), buffers_.end(), st.all_to_all_buffer_bytes) == buffers_.end())
+          buffers_.push_back(st.all_to_all_buffer_bytes);
+      } else {
+        duration_s_[p] = stage_compute_time_s(st, node_);
+      }
+      critical_path_s_ += duration_s_[p];
+    }
+    for (int g = 0; g < G; ++g)
+      if (layout_.at(g % n_).collective) collective_g_.push_back(g);
+    copy_alone_bytes_per_s_ = node_.h2d_bytes_per_s(0);
+  }
+
+  double critical_path_s() const { return critical_path_s_; }
+
+  /// The all-to-all buffer of the collective at global position g.
+  double buffer_of(int g) const {
+    const auto& pos = layout_.at(g % n_);
+    return cost_.blocks[pos.block].stages[pos.stage].all_to_all_buffer_bytes;
+  }
+
+  /// Residency of fraction R in one of the two placements.
+  Residency residency(double fraction, bool strided) const {
+    const int nb = int(cost_.blocks.size());
+    Residency r;
+    r.resident_lo.assign(nb, 0.0);
+    r.whole.assign(nb, false);
+    double total = 0;
+    for (const auto& b : cost_.blocks) total += b.weight_bytes;
+    if (strided) {
+      r.name = "strided-blocks";
+      r.whole = strided_resident_blocks(nb, fraction);
+      for (int b = 0; b < nb; ++b)
+        if (r.whole[b]) r.resident_block_bytes += cost_.blocks[b].weight_bytes;
+      return r;
+    }
+    r.name = "prefix";
+    double target = 0;
+    for (int b = 0; b < nb; ++b) {
+      target += fraction * cost_.blocks[b].weight_bytes;
+      // The tensor edge of block b that brings the running total closest to the target.
+      double best = 0, best_err = std::abs(r.resident_block_bytes - target);
+      for (const auto& [lo, hi] : layout_.units(b)) {
+        (void)lo;
+        const double err = std::abs(r.resident_block_bytes + hi - target);
+        if (err < best_err) best = hi, best_err = err;
+      }
+      r.resident_lo[b] = best;
+      r.resident_block_bytes += best;
+      if (best >= cost_.blocks[b].weight_bytes) r.whole[b] = true;
+    }
+    return r;
+  }
+
+  /// Tensor-aligned chunks of at most C bytes of everything the residency leaves offloaded.
+  std::vector<Chunk> chunks(const Residency& r) const {
+    const double C = config_.chunk_bytes;
+    std::vector<Chunk> step_chunks;
+    for (int b = 0; b < int(cost_.blocks.size()); ++b) {
+      if (r.whole[b]) continue;
+      double open_lo = -1, open_hi = -1;  // chunk being packed
+      auto close = [&] {
+        if (open_hi > open_lo && open_lo >= 0) step_chunks.push_back({0, b, open_lo, open_hi - open_lo, 0, 0});
+        open_lo = open_hi = -1;
+      };
+      for (auto [lo, hi] : layout_.units(b)) {
+        lo = std::max(lo, r.resident_lo[b]);
+        if (hi <= lo) continue;
+        const double size = hi - lo;
+        if (size > C) {  // a tensor larger than C: equal pieces on aligned edges
+          close();
+          const int parts = int(std::ceil(size / C));
+          double at = lo;
+          for (int k = 1; k <= parts; ++k) {
+            const double edge = k == parts ? hi : std::min(hi, lo + std::ceil(size * k / parts / kAlignBytes) * kAlignBytes);
+            if (edge > at) step_chunks.push_back({0, b, at, edge - at, 0, 0});
+            at = edge;
+          }
+          continue;
+        }
+        if (open_lo >= 0 && hi - open_lo > C) close();
+        if (open_lo < 0) open_lo = lo;
+        open_hi = hi;
+      }
+      close();
+    }
+    std::vector<Chunk> all;
+    for (int s = 0; s < steps_; ++s)
+      for (Chunk c : step_chunks) {
+        const auto [f, l] = layout_.readers(c.block, c.offset_bytes, c.offset_bytes + c.bytes);
+        c.step = s;
+        c.first_reader = s * n_ + f;
+        c.last_reader = s * n_ + l;
+        all.push_back(c);
+      }
+    return all;
+  }
+
+  /// Slots the configuration gives chunks of at most `slot_bytes`: L+1 blocks' worth, or what the
+  /// budget leaves after the resident weights and activations (at most two steps' chunks).
+  int slots(const Residency& r, const std::vector<Chunk>& chunks, double slot_bytes) const {
+    if (chunks.empty()) return 0;
+    const double resident = cost_.non_block_weight_bytes + r.resident_block_bytes;
+    const double left = buffer_bytes_left(config_, resident, cost_.activation_bytes);
+    std::vector<int> per_block(cost_.blocks.size(), 0);
+    for (const Chunk& c : chunks)
+      if (c.step == 0) ++per_block[c.block];
+    const int most = *std::max_element(per_block.begin(), per_block.end());
+    if (std::isinf(left)) return most * (config_.lookahead + 1);
+    return int(std::min<double>(std::floor(left / slot_bytes), double(chunks.size())));
+  }
+
+  /// One closed-loop pass: the copy lane and the program of rank 0, copies decided as they go.
+  Estimate run(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
+               const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s) const {
+    Estimate e;
+    const int G = steps_ * n_;
+    const int P = w_.ulysses_degree;
+    const double lat = node_.h2d_latency_s;
+    const double C = config_.chunk_bytes;
+    const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
+    double cap = 0;  // the cap of capped copies in this mode
+    if (mode == WindowMode::share_free || mode == WindowMode::share_tolerant) {
+      cap = kInf;
+      for (double S : buffers_)  // the cap that holds for every collective of the step
+        cap = std::min(cap, share_cap_bytes_per_s(node_, 0, P, S, mode == WindowMode::share_free ? 1e-9 : kShareTolerance));
+      if (!(cap > 0)) mode = WindowMode::yield;
+    }
+    // Per collective: (copy rate, collective time) with a capped copy, an uncapped one, or none.
+    struct Shares {
+      CollectiveShare capped, uncapped;
+      double alone_s = 0;
+    };
+    std::vector<Shares> shares(collective_g_.size());
+    {
+      std::vector<std::pair<double, Shares>> by_buffer;
+      for (std::size_t c = 0; c < collective_g_.size(); ++c) {
+        const double S = buffer_of(collective_g_[c]);
+        auto it = std::find_if(by_buffer.begin(), by_buffer.end(), [S](const auto& b) { return b.first == S; });
+        if (it == by_buffer.end()) {
+          Shares sh;
+          sh.uncapped = share_with_collective(node_, 0, P, S, kInf);
+          sh.capped = cap > 0 ? share_with_collective(node_, 0, P, S, cap) : sh.uncapped;
+          sh.alone_s = share_with_collective(node_, 0, P, S, 0.0).collective_time_s;
+          by_buffer.push_back({S, sh});
+          it = by_buffer.end() - 1;
+        }
+        shares[c] = it->second;
+      }
+    }
+    std::vector<double> copy_rate_in_window(collective_g_.size(), copy_alone_bytes_per_s_);
+    for (std::size_t c = 0; c < collective_g_.size(); ++c) copy_rate_in_window[c] = shares[c].capped.copy_bytes_per_s;
+
+    std::vector<double> start_s(G, 0.0), end_s(G, 0.0);
+    std::vector<double> landed_s(chunks.size(), 0.0);
+    std::vector<int> piece_last_reader;
+    std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
+    std::vector<int> piece_completes;  // the chunk a piece completes, or -1
+    int g_next = 0;
+    double t_prog = 0, t_lane = 0;
+    std::size_t j = 0;            // chunk being issued
+    double done_in_chunk = 0;     // bytes of chunk j already issued
+    int name_index = 0, name_step = -1, name_block = -1;
+    std::size_t next_coll = 0;    // first collective not yet simulated
+    // Window times: actual for simulated collectives, predicted (shifted by the current lag) after.
+    auto lag_s = [&] {
+      if (next_coll == 0 || pred_end_s.empty()) return 0.0;
+      return end_s[collective_g_[next_coll - 1]] - pred_end_s[next_coll - 1];
+    };
+    auto window = [&](std::size_t c) -> std::pair<double, double> {
+      if (c < next_coll) return {start_s[collective_g_[c]], end_s[collective_g_[c]]};
+      if (pred_start_s.empty()) return {kInf, kInf};
+      const double shift = lag_s();
+      return {pred_start_s[c] + shift, pred_end_s[c] + shift};
+    };
+
+    // The first window that has not ended at t. Times only grow along the copy lane, so a cursor
+    // serves; it steps back to the first unsimulated collective, whose predicted times may move.
+    std::size_t window_cursor = 0;
+    auto first_window_after = [&](double t) {
+      std::size_t c = std::min(window_cursor, next_coll);
+      while (c > 0 && window(c - 1).second > t) --c;
+      while (c < collective_g_.size() && window(c).second <= t) ++c;
+      return window_cursor = c;
+    };
+    // When a copy of `bytes` started at t (after its latency) with cap `copy_cap` (0 = none) ends:
+    // the copy engine's rate between windows, the shared rate inside each (actual or predicted).
+    auto copy_end_s = [&](double t, double bytes, double copy_cap) {
+      const double alone = copy_cap > 0 ? std::min(copy_alone_bytes_per_s_, copy_cap) : copy_alone_bytes_per_s_;
+      for (std::size_t c = first_window_after(t); c < collective_g_.size(); ++c) {
+        const auto [ws, we] = window(c);
+        if (t < ws) {
+          if (bytes <= alone * (ws - t)) return t + bytes / alone;
+          bytes -= alone * (ws - t);
+          t = ws;
+        }
+        const double r = copy_cap > 0 ? shares[c].capped.copy_bytes_per_s : shares[c].uncapped.copy_bytes_per_s;
+        if (bytes <= r * (we - t)) return t + bytes / r;
+        bytes -= r * (we - t);
+        t = we;
+      }
+      return t + bytes / alone;
+    };
+
+    // The run of back-to-back windows that starts with window c: (start, end, last index).
+    auto window_run = [&](std::size_t c) {
+      auto [ws, we] = window(c);
+      std::size_t last = c;
+      while (last + 1 < collective_g_.size()) {
+        const auto [ns, ne] = window(last + 1);
+        if (ns > we + lat) break;
+        we = std::max(we, ne);
+        ++last;
+      }
+      return std::make_tuple(ws, we, last);
+    };
+    // Bytes that end by an edge `room_s` away at rate r: the whole rest if it fits; else a piece of
+    // at least min_piece cut at the edge; nullopt when not even min_piece fits. With `overrun`, a
+    // rest that exceeds the room by less than kOverrunBytes goes whole.
+    auto fit = [&](double room_s, double r, double rem, bool overrun) -> std::optional<double> {
+      const double room = std::floor(std::max(0.0, r * (room_s - lat)) / kAlignBytes) * kAlignBytes;
+      if (rem <= room) return rem;
+      if (room < min_piece) return std::nullopt;
+      // A capped copy that outlasts its window keeps its cap: split unless the tail is tiny.
+      if (overrun && rem - room < kOverrunBytes) return rem;
+      return room;
+    };
+
+    // Re-times the copies still moving at t (in lane order) against the windows known now.
+    auto retime_copies_after = [&](double t) {
+      std::size_t k = piece_end_s.size();
+      while (k > 0 && piece_end_s[k - 1] > t) --k;
+      double lane = k > 0 ? piece_end_s[k - 1] : 0.0;
+      for (; k < piece_end_s.size(); ++k) {
+        piece_start_s[k] = std::max(lane, piece_ready_s[k]);
+        lane = piece_end_s[k] = copy_end_s(piece_start_s[k] + lat, piece_bytes[k], piece_cap[k]);
+        if (piece_completes[k] >= 0) landed_s[piece_completes[k]] = lane;
+      }
+      if (!piece_end_s.empty()) t_lane = piece_end_s.back();
+    };
+
+    auto issue_copies = [&] {
+      while (j < chunks.size()) {
+        const std::size_t k = piece_last_reader.size();
+        const int release = k >= std::size_t(slot_count) ? piece_last_reader[k - slot_count] : -1;
+        if (release >= g_next) return;  // its slot frees later in the program
+        const Chunk& ch = chunks[j];
+        double t0 = std::max(t_lane, release >= 0 ? end_s[release] : 0.0);
+        int after = kNoPosition;
+        double piece_cap_bps = 0;
+        const double rem = ch.bytes - done_in_chunk;
+        double bytes = rem;
+        std::size_t c = 0;
+        for (int guard = 0; guard < 64 && mode != WindowMode::ignore; ++guard) {
+          c = first_window_after(t0);
+          if (c >= collective_g_.size()) break;  // no window ahead: the whole rest, uncapped
+          const auto [ws, we, last] = window_run(c);
+          // Waiting for the run's end (or the op before its first collective) must not outlast the
+          // chunk's first reader, or the plan would deadlock.
+          const bool can_wait = collective_g_[last] < ch.first_reader;
+          const bool can_hold = collective_g_[c] - 1 < ch.first_reader && collective_g_[c] - 1 >= 0;
+          if (t0 < ws) {  // compute phase: end by the window's edge
+            if (c > 0 && collective_g_[c - 1] < ch.first_reader) after = std::max(after, collective_g_[c - 1]);
+            if (auto b = fit(ws - t0, copy_alone_bytes_per_s_, rem, false)) {
+              bytes = *b;
+              break;
+            }
+            if (mode == WindowMode::yield ? !can_wait : !can_hold) break;  // needed soon: run into it
+            if (mode == WindowMode::yield) {
+              t0 = we;
+              after = collective_g_[last];
+            } else {
+              t0 = ws;  // share: start capped with the window
+              after = std::max(after, collective_g_[c] - 1);
+            }
+            continue;
+          }
+          // Inside the run.
+          if (mode != WindowMode::yield) {
+            if (auto b = fit(we - t0, copy_rate_in_window[c], rem, true)) {
+              bytes = *b;
+              piece_cap_bps = cap;
+              break;
+            }
+          }
+          if (!can_wait) break;  // needed before the run ends: run uncapped now
+          t0 = we;  // yield, or too little room to share: wait for the run's end
+          after = collective_g_[last];
+        }
+        // The plan will make the copy wait for `after`: when that op is still ahead of the program,
+        // decide again once the program has reached it (its real time is known then).
+        if (after != kNoPosition) {
+          if (after >= g_next) return;
+          t0 = std::max(t0, end_s[after]);
+        }
+        if (ch.step != name_step || ch.block != name_block) name_index = 0, name_step = ch.step, name_block = ch.block;
+        CopyPiece p;
+        p.step = ch.step;
+        p.block = ch.block;
+        p.chunk = name_index++;
+        p.offset_bytes = ch.offset_bytes + done_in_chunk;
+        p.bytes = bytes;
+        p.rate_cap_bytes_per_s = piece_cap_bps;
+        p.after_position = after;
+        e.pieces.push_back(p);
+        piece_last_reader.push_back(ch.last_reader);
+        piece_start_s.push_back(t0);
+        t_lane = copy_end_s(t0 + lat, bytes, piece_cap_bps);
+        piece_end_s.push_back(t_lane);
+        piece_cap.push_back(piece_cap_bps);
+        piece_bytes.push_back(bytes);
+        piece_ready_s.push_back(std::max(release >= 0 ? end_s[release] : 0.0, after >= 0 ? end_s[after] : 0.0));
+        done_in_chunk += bytes;
+        piece_completes.push_back(done_in_chunk >= ch.bytes - 0.5 ? int(j) : -1);
+        if (done_in_chunk >= ch.bytes - 0.5) {
+          landed_s[j] = t_lane;
+          ++j;
+          done_in_chunk = 0;
+        }
+      }
+    };
+
+    std::size_t first_chunk_of_block = 0;
+    for (; g_next < G;) {
+      issue_copies();
+      const int g = g_next;
+      const auto& pos = layout_.at(g % n_);
+      const int s = g / n_;
+      if (pos.collective) {
+        // The copy in flight at its start, if any, sets how the link is shared.
+        double copy_cap = 0;
+        for (std::size_t k = piece_start_s.size(); k-- > 0;) {
+          if (piece_end_s[k] <= t_prog) break;
+          if (piece_start_s[k] <= t_prog) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
+        }
+        start_s[g] = t_prog;
+        const Shares& sh = shares[next_coll];
+        end_s[g] = t_prog + (copy_cap == 0 ? sh.alone_s : std::isinf(copy_cap) ? sh.uncapped.collective_time_s
+                                                                                : sh.capped.collective_time_s);
+        if (s == steps_ - 1) ++(copy_cap == 0 ? e.yield : std::isinf(copy_cap) ? e.ignore : e.share);
+        ++next_coll;
+        retime_copies_after(t_prog);  // this window's real times are known now
+      } else {
+        double ready = t_prog;
+        while (first_chunk_of_block < chunks.size() &&
+               (chunks[first_chunk_of_block].step < s ||
+                (chunks[first_chunk_of_block].step == s && chunks[first_chunk_of_block].block < pos.block)))
+          ++first_chunk_of_block;
+        for (std::size_t q = first_chunk_of_block;
+             q < chunks.size() && chunks[q].step == s && chunks[q].block == pos.block; ++q) {
+          const Chunk& ch = chunks[q];
+          if (!(ch.offset_bytes < pos.hi_bytes && ch.offset_bytes + ch.bytes > pos.lo_bytes)) continue;
+          if (q >= j) return e;  // needed before it could be issued: the slots are too few
+          ready = std::max(ready, landed_s[q]);
+        }
+        start_s[g] = ready;
+        end_s[g] = ready + duration_s_[g % n_];
+      }
+      t_prog = end_s[g];
+      ++g_next;
+    }
+    e.feasible = j == chunks.size();
+    // Step time of the last step: end of its last compute op − end of the previous step's.
+    auto last_compute_end = [&](int step) {
+      for (int p = n_ - 1; p >= 0; --p)
+        if (!layout_.at(p).collective) return end_s[step * n_ + p];
+      return 0.0;
+    };
+    e.step_time_s = last_compute_end(steps_ - 1) - (steps_ >= 2 ? last_compute_end(steps_ - 2) : 0.0);
+    e.program_end_s = end_s;
+    e.piece_start_s = piece_start_s;
+    e.piece_end_s = piece_end_s;
+    for (int g : collective_g_) {
+      e.window_start_s.push_back(start_s[g]);
+      e.window_end_s.push_back(end_s[g]);
+    }
+    return e;
+  }
+
+  /// The best estimate over the window modes, each refined over three passes.
+  Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count) const {
+    Estimate stall_free = run({}, 0, WindowMode::yield, {}, {});
+    Estimate best;
+    for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore}) {
+      Estimate prev = stall_free;
+      for (int pass = 0; pass < 2; ++pass) {
+        Estimate e = run(chunks, slot_count, mode, prev.window_start_s, prev.window_end_s);
+        if (!e.feasible) break;
+        if (e.step_time_s < best.step_time_s * (1 - 1e-9)) best = e;
+        prev = std::move(e);
+      }
+    }
+    return best;
+  }
+
+  struct Choice {
+    Residency residency;
+    Estimate estimate;
+    double slot_bytes = 0;
+    int slot_count = 0;
+  };
+
+  /// The better placement for fraction R (ties: the prefix); nullopt when neither fits.
+  std::optional<Choice> plan_fraction(double fraction) const {
+    std::optional<Choice> best;
+    for (bool strided : {false, true}) {
+      Choice c;
+      c.residency = residency(fraction, strided);
+      const auto ch = chunks(c.residency);
+      if (ch.empty()) {  // everything resident
+        if (buffer_bytes_left(config_, cost_.non_block_weight_bytes + c.residency.resident_block_bytes,
+                              cost_.activation_bytes) < 0)
+          continue;
+        c.estimate = run({}, 0, WindowMode::yield, {}, {});
+        return c;
+      }
+      for (const Chunk& x : ch) c.slot_bytes = std::max(c.slot_bytes, x.bytes);
+      c.slot_count = slots(c.residency, ch, c.slot_bytes);
+      if (c.slot_count < 1) continue;
+      c.estimate = best_schedule(ch, c.slot_count);
+      if (!c.estimate.feasible) continue;
+      if (!best || c.estimate.step_time_s < best->estimate.step_time_s * (1 - 1e-6)) best = std::move(c);
+    }
+    return best;
+  }
+
+  /// Fractions "auto" tries, ascending: 0, 0.1, …, 1, and with a budget also the fractions that
+  /// leave exactly k blocks' worth of offloaded bytes for copy buffers (k = ½, 1, 2, 3): the budget
+  /// buys residency or buffer depth, and those are the trades worth having.
+  std::vector<double> auto_fractions() const {
+    std::vector<double> f;
+    for (int k = 0; k <= 10; ++k) f.push_back(k / 10.0);
+    if (config_.memory_budget_bytes) {
+      double total = 0;
+      for (const auto& b : cost_.blocks) total += b.weight_bytes;
+      const double mean = total / double(cost_.blocks.size());
+      const double room = *config_.memory_budget_bytes - cost_.activation_bytes - cost_.non_block_weight_bytes;
+      for (double k : {0.5, 1.0, 2.0, 3.0}) {
+        // resident R·total + buffer k·(1−R)·mean = room
+        const double r = (room - k * mean) / (total - k * mean);
+        if (r > 0 && r < 1) f.push_back(std::floor(r * 1000) / 1000);
+      }
+    }
+    std::sort(f.begin(), f.end());
+    f.erase(std::unique(f.begin(), f.end()), f.end());
+    return f;
+  }
+
+  StepPlan plan() const {
+    std::optional<Choice> choice;
+    if (config_.resident_fraction) {
+      choice = plan_fraction(*config_.resident_fraction);
+    } else {
+      std::optional<Choice> fastest;
+      for (double fraction : auto_fractions()) {
+        auto c = plan_fraction(fraction);
+        if (!c) continue;
+        if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
+          choice = std::move(c);
+          break;
+        }
+        if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c);
+      }
+      if (!choice) choice = std::move(fastest);
+    }
+    if (!choice)
+      throw InputError("", "/policy/memory_budget_gib",
+                       "no chunkflow plan fits a budget of " + std::to_string(config_.memory_budget_bytes.value_or(0) / kGiB) +
+                           " GiB per GPU (resident weights, activations and at least the chunks one linear reads)");
+    CopySchedule sched;
+    sched.pieces = choice->estimate.pieces;
+    sched.slot_count = choice->slot_count;
+    sched.slot_bytes = choice->slot_bytes;
+    double block_bytes = 0;
+    for (const auto& b : cost_.blocks) block_bytes += b.weight_bytes;
+    PlanInfo info;
+    info.lookahead = config_.lookahead;
+    info.chunk_bytes = config_.chunk_bytes;
+    info.resident_fraction = block_bytes > 0 ? choice->residency.resident_block_bytes / block_bytes : 1.0;
+    info.resident_fraction_auto = !config_.resident_fraction.has_value();
+    info.residency = sched.pieces.empty() ? "all" : choice->residency.name;
+    for (const auto& p : sched.pieces) info.share_cap_bytes_per_s = std::max(info.share_cap_bytes_per_s, p.rate_cap_bytes_per_s);
+    info.windows_yield = choice->estimate.yield;
+    info.windows_share = choice->estimate.share;
+    info.windows_ignore = choice->estimate.ignore;
+    info.estimated_step_time_s = choice->estimate.step_time_s;
+    return build_plan_from_schedule(w_, node_, steps_, sched, info);
+  }
+
+ private:
+  const Workload& w_;
+  const NodeSpec& node_;
+  const PolicyConfig& config_;
+  ForwardCost cost_;
+  ProgramLayout layout_;
+  int n_ = 0, steps_ = 0;
+  std::vector<double> duration_s_;     ///< per position within a step (collective: alone)
+  std::vector<double> buffers_;        ///< distinct all-to-all buffers of a step
+  std::vector<int> collective_g_;      ///< global positions of the collectives
+  double critical_path_s_ = 0;         ///< one step's compute + uncontended collectives
+  double copy_alone_bytes_per_s_ = 0;
+};
+
+class ChunkflowPolicy final : public OffloadPolicy {
+ public:
+  std::string name() const override { return "chunkflow"; }
+  std::string description() const override {
+    return "chunked prefetch planned from a closed-loop timeline: yields to, shares (rate-capped) or ignores each "
+           "all-to-all window; residency placed where it hides most; plans to a memory budget";
+  }
+  StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
+    return Planner(w, node, config).plan();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<OffloadPolicy> make_chunkflow_policy() { return std::make_unique<ChunkflowPolicy>(); }
+
+}  // namespace chunkflow

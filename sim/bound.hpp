@@ -1,0 +1,55 @@
+#pragma once
+// A lower bound on the reported step time of a plan that no schedule of its ops can beat
+// (shared/DESIGN.md "Policies"; issue 8 §1; code-review-3fa5e28.md §2.2).
+//
+// Step s = steps − 1 is reported: step_time = E(s) − E(s−1), E(k) the last end of a compute op of
+// step k over all ranks (traces/timeline.hpp). Let r* be the rank whose step s−1 ends last, at
+// E(s−1). Then:
+//  (a) Critical path. r*'s step-s ops run in program order after E(s−1): each compute op for at
+//      least its modelled time (stage_compute_time_s; calibrated slowdowns only add), each
+//      collective from r*'s arrival for at least its uncontended time (its flows alone on the
+//      topology, max-min rates, + latency). So step_time ≥ Σ compute + Σ uncontended collectives of
+//      one rank's step (the minimum over ranks, r* being unknown).
+//  (b) Links. Every collective of step s that sits between two compute ops of step s runs inside
+//      [E(s−1), E(s)]: it is a barrier, and r* reaches it only after E(s−1). Every H2D byte of step s
+//      crosses inside the window too, except what a rank can hold on the GPU before E(s−1): its copy
+//      slots (slot_count · slot_bytes) and the copies read by its ops before its first collective of
+//      step s (only those can run before r* arrives). So for each resource ρ of the topology (a link
+//      direction or a duplex coupling) with capacity C_ρ:
+//        step_time ≥ (Σ_flows coefficient · bytes − Σ_ranks coefficient · carry_r) / C_ρ.
+//  (c) Copy lane. Each rank's H2D ops run one at a time, each paying h2d_latency_s and moving its
+//      bytes at most at min(copy engine, its route's narrowest capacity):
+//        step_time ≥ (bytes − carry_r) / rate + latency · max(0, ops − slots − ops read before the
+//        first collective).
+//  (d) Cumulative form of (b) and (c), for a run whose step s−1 ended at E(s−1): every byte of steps
+//      0..s crosses before E(s), so step_time ≥ (those bytes on ρ) / C_ρ − E(s−1), and each rank's
+//      copy lane needs Σ (latency + bytes / rate) over steps 0..s, less E(s−1). (b) is tight when the
+//      buffers are small, (d) when they are deep (a 2-step run cannot hide a step's copies in the
+//      first step's time when the first step needed its own).
+// bound_step_time_s = max(a, b, c, d). It holds whatever the policy does (a property test draws
+// random configurations and checks step_time ≥ bound).
+#include <string>
+
+#include "model/node.hpp"
+#include "runtime/step_plan.hpp"
+
+namespace chunkflow {
+
+struct StepBound {
+  double bound_step_time_s = 0;    ///< max of the three terms
+  double critical_path_s = 0;      ///< (a)
+  double link_s = 0;               ///< (b), the tightest resource
+  std::string link_resource;       ///< its name ("pcie.gpu0.h2d", ...; "" when no bytes cross)
+  double copy_lane_s = 0;          ///< (c), the tightest rank
+  /// Which term binds: "critical-path", "link" or "copy-lane".
+  std::string binding;
+};
+
+/// The bound of the last step of `plan` on `node` (derivation above), in seconds. With
+/// `previous_step_end_s` ≥ 0 (E(s−1) of the run being bounded, seconds from its start) the
+/// cumulative terms (d) are included; with a negative value, only (a)–(c), which depend on the plan
+/// alone. The plan must be valid (runtime validate()). Throws std::logic_error for a plan with no
+/// compute op in its last step.
+StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s = -1);
+
+}  // namespace chunkflow

@@ -1,0 +1,53 @@
+// model/link_model.hpp against closed forms on 2xh100-pcie (code-review-3fa5e28.md §2.2; the link's
+// measured under-duplex capacities, 52.8 GB/s H2D with 34.4 GB/s D2H): the all-to-all alone runs at
+// min(per-flow cap, D2H under duplex); an uncapped copy and the inbound flow split the H2D direction
+// evenly; a copy capped at the H2D headroom leaves the all-to-all its rate; on an NVSwitch node the
+// all-to-all leaves the copy its full rate.
+#include <catch2/catch.hpp>
+
+#include "model/link_model.hpp"
+
+using namespace chunkflow;
+
+TEST_CASE("sharing a host link with an all-to-all: closed forms on 2xh100-pcie", "[link_model]") {
+  const NodeSpec n = node("2xh100-pcie");
+  const LinkSpec& l = n.host_link(0);
+  REQUIRE(l.a_to_b_under_duplex_bytes_per_s > 0);
+  REQUIRE(l.duplex_bytes_per_s == 0);
+  const double A = l.a_to_b_under_duplex_bytes_per_s, B = l.b_to_a_under_duplex_bytes_per_s;
+  const double f = n.collective_flow_bytes_per_s;
+  const double S = 64e6;  // per-rank buffer; P = 2: one flow of S/2 each way
+  const CollectiveShare alone = share_with_collective(n, 0, 2, S, 0.0);
+  const double y0 = std::min({f, A, B});
+  CHECK(alone.copy_bytes_per_s == 0);
+  CHECK(alone.collective_flow_bytes_per_s == Approx(y0));
+  CHECK(alone.collective_time_s == Approx(n.collective_latency_s + S / 2 / y0));
+  // Uncapped: the copy and the inbound flow share H2D evenly (A/2 each, below B and f).
+  const CollectiveShare ignore = share_with_collective(n, 0, 2, S, INFINITY);
+  CHECK(ignore.copy_bytes_per_s == Approx(A / 2));
+  CHECK(ignore.collective_flow_bytes_per_s == Approx(std::min(A / 2, y0)));
+  // The headroom cap: the largest copy rate with no slowdown is A − y0.
+  CHECK(share_cap_bytes_per_s(n, 0, 2, S, 0.0) == Approx(A - y0).epsilon(1e-6));
+  const CollectiveShare share = share_with_collective(n, 0, 2, S, A - y0);
+  CHECK(share.collective_time_s == Approx(alone.collective_time_s));
+  CHECK(share.copy_bytes_per_s == Approx(A - y0));
+  // A 10 % slowdown of the whole all-to-all (latency included) lets each flow drop to
+  // y = (S/2) / (1.1·t_alone − latency); H2D then leaves the copy A − y.
+  const double y = S / 2 / (1.1 * alone.collective_time_s - n.collective_latency_s);
+  CHECK(share_cap_bytes_per_s(n, 0, 2, S, 0.10) == Approx(A - y).epsilon(1e-6));
+  // Monotone: a higher cap never speeds the all-to-all up.
+  double prev = 0;
+  for (double cap = 1e9; cap <= 60e9; cap += 1e9) {
+    const double t = share_with_collective(n, 0, 2, S, cap).collective_time_s;
+    CHECK(t >= prev);
+    prev = t;
+  }
+  CHECK_THROWS_AS(share_with_collective(n, 0, 1, S, 0.0), std::invalid_argument);
+}
+
+TEST_CASE("on an NVSwitch node the all-to-all leaves the copy its whole rate", "[link_model]") {
+  const NodeSpec n = node("8xh100-sxm");
+  const CollectiveShare s = share_with_collective(n, 3, 8, 64e6, INFINITY);
+  CHECK(s.copy_bytes_per_s == Approx(n.h2d_bytes_per_s(3)));
+  CHECK(share_cap_bytes_per_s(n, 3, 8, 64e6, 0.0) == Approx(n.copy_engine_bytes_per_s));
+}
