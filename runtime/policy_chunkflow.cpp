@@ -69,8 +69,6 @@ struct Estimate {
   double step_time_s = kInf;
   std::vector<CopyPiece> pieces;
   std::vector<double> window_start_s, window_end_s;  ///< per collective (global order)
-  std::vector<double> program_end_s;                 ///< per global program position
-  std::vector<double> piece_start_s, piece_end_s;    ///< per piece
   int yield = 0, share = 0, ignore = 0;              ///< windows of the last step by what ran in them
 };
 
@@ -454,9 +452,6 @@ class Planner {
       return 0.0;
     };
     e.step_time_s = last_compute_end(steps_ - 1) - (steps_ >= 2 ? last_compute_end(steps_ - 2) : 0.0);
-    e.program_end_s = end_s;
-    e.piece_start_s = piece_start_s;
-    e.piece_end_s = piece_end_s;
     for (int g : collective_g_) {
       e.window_start_s.push_back(start_s[g]);
       e.window_end_s.push_back(end_s[g]);
