@@ -233,8 +233,6 @@ class Planner {
         shares[c] = it->second;
       }
     }
-    std::vector<double> copy_rate_in_window(collective_g_.size(), copy_alone_bytes_per_s_);
-    for (std::size_t c = 0; c < collective_g_.size(); ++c) copy_rate_in_window[c] = shares[c].capped.copy_bytes_per_s;
 
     std::vector<double> start_s(G, 0.0), end_s(G, 0.0);
     std::vector<double> landed_s(chunks.size(), 0.0);
@@ -362,7 +360,7 @@ class Planner {
           }
           // Inside the run.
           if (mode != WindowMode::yield) {
-            if (auto b = fit(we - t0, copy_rate_in_window[c], rem, true)) {
+            if (auto b = fit(we - t0, shares[c].capped.copy_bytes_per_s, rem, true)) {
               bytes = *b;
               piece_cap_bps = cap;
               break;
