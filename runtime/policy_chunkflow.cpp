@@ -257,14 +257,20 @@ class Planner {
       return {pred_start_s[c] + shift, pred_end_s[c] + shift};
     };
 
-    // The first window that has not ended at t. Times only grow along the copy lane, so a cursor
-    // serves; it steps back to the first unsimulated collective, whose predicted times may move.
-    std::size_t window_cursor = 0;
+    // The first window that has not ended at t. Window ends grow with the window's index (actual
+    // ends in program order, then the predicted ones shifted by one lag), so a binary search serves:
+    // O(log windows) per call, where a walk from the program's window cost O(windows) when the copy
+    // lane runs a step ahead of the program (1 MiB chunks: most of the planner's time).
     auto first_window_after = [&](double t) {
-      std::size_t c = std::min(window_cursor, next_coll);
-      while (c > 0 && window(c - 1).second > t) --c;
-      while (c < collective_g_.size() && window(c).second <= t) ++c;
-      return window_cursor = c;
+      std::size_t lo = 0, hi = collective_g_.size();
+      while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (window(mid).second <= t)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      return lo;
     };
     // When a copy of `bytes` started at t (after its latency) with cap `copy_cap` (0 = none) ends:
     // the copy engine's rate between windows, the shared rate inside each (actual or predicted).

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Plots a `chunkflow sweep` CSV: step time and peak memory against chunk size and resident
-fraction, one series per policy (and per resident fraction for chunkflow).
+fraction, one series per policy (and per resident fraction for chunkflow), and step time against
+peak memory with the memory budgets of issue 8 (30, 50 and 70 % of no-offload's peak), each
+policy's fastest configuration under each budget, and the lower bound of chunkflow's plans.
 
 Usage: /usr/bin/python3 scripts/plot_sweep.py SWEEP.csv OUT.png
 
 Reads only the CSV that `chunkflow sweep` writes (columns policy, chunk_mib, resident_fraction,
-resident_fraction_auto, step_time_s, peak_memory_bytes, and fits when present: configurations
+resident_fraction_auto, step_time_s, peak_memory_bytes; fits and bound_step_time_s when present: configurations
 whose peak memory does not fit the GPU are drawn over in grey crosses). Writes OUT.png through a temporary file
 so a failure leaves no partial image. Exit code 2 on bad input.
 """
@@ -40,12 +42,65 @@ def read_rows(path):
                     "peak_gib": float(r["peak_memory_bytes"]) / GIB,
                     "scenario": r.get("scenario", ""),
                     "fits": r.get("fits", "1") != "0",
+                    "bound_ms": float(r["bound_step_time_s"]) * 1e3 if r.get("bound_step_time_s") else None,
                 })
             except ValueError as e:
                 raise ValueError(f"{path}: line {i}: {e}") from None
     if not rows:
         raise ValueError(f"{path}: no rows")
     return rows
+
+
+BUDGET_FRACTIONS = (0.3, 0.5, 0.7)  # of no-offload's peak memory (issue 8 §3)
+COLORS = {"no-offload": "black", "layerwise": "tab:orange", "layerwise-comm-aware": "tab:green", "chunkflow": "tab:blue"}
+
+
+def plot_budgets(ax, rows):
+    """Step time against peak memory: every configuration that fits the GPU, one colour per policy;
+    dashed verticals at each budget (a fraction of no-offload's peak); per budget and policy the
+    fastest configuration whose peak is within it (big markers, the issue's table read off the
+    sweep); the lower bound of each chunkflow pick as a hollow marker (bound_step_time_s)."""
+    fit = [r for r in rows if r["fits"]]
+    base = [r for r in fit if r["policy"] == "no-offload"]
+    for policy in sorted({r["policy"] for r in fit}, key=lambda p: list(COLORS).index(p) if p in COLORS else 9):
+        pts = [r for r in fit if r["policy"] == policy]
+        ax.scatter([p["peak_gib"] for p in pts], [p["step_ms"] for p in pts], s=14, alpha=0.45,
+                   color=COLORS.get(policy, "tab:purple"), label=policy)
+    if not base:
+        ax.set_title("step time against peak memory (no no-offload row: no budgets)")
+        return
+    peak0 = base[0]["peak_gib"]
+    marker = {"layerwise": "s", "layerwise-comm-aware": "^", "chunkflow": "D"}
+    annotated = set()
+    for frac in BUDGET_FRACTIONS:
+        budget = frac * peak0
+        ax.axvline(budget, color="0.4", ls="--", lw=1)
+        ax.text(budget, 1.0, f" {frac:.0%} budget\n {budget:.1f} GiB", transform=ax.get_xaxis_transform(),
+                va="top", fontsize=8, color="0.3")
+        for policy in ("layerwise", "layerwise-comm-aware", "chunkflow"):
+            under = [r for r in fit if r["policy"] == policy and r["peak_gib"] <= budget]
+            if not under:
+                continue
+            # ties within 1e-6 relative go to the smaller peak, as `tune` breaks them
+            fastest = min(r["step_ms"] for r in under)
+            best = min((r for r in under if r["step_ms"] <= fastest * (1 + 1e-6)), key=lambda r: r["peak_gib"])
+            ax.scatter([best["peak_gib"]], [best["step_ms"]], s=110 if policy == "layerwise" else 70, marker=marker[policy],
+                       color=COLORS[policy], edgecolor="black", zorder=5)
+            if policy == "chunkflow" and best["bound_ms"] and id(best) not in annotated:
+                annotated.add(id(best))
+                ax.scatter([best["peak_gib"]], [best["bound_ms"]], s=90, marker="D", facecolor="none",
+                           edgecolor="tab:red", zorder=5)
+                ax.annotate(f"{best['step_ms']:.0f} ms\n({best['step_ms'] / best['bound_ms']:.3f}x bound)",
+                            (best["peak_gib"], best["step_ms"]), textcoords="offset points", xytext=(6, 6), fontsize=7)
+    ax.scatter([], [], s=90, marker="D", facecolor="none", edgecolor="tab:red", label="bound of chunkflow's pick")
+    for policy in ("layerwise", "layerwise-comm-aware", "chunkflow"):
+        ax.scatter([], [], s=70, marker=marker[policy], color=COLORS[policy], edgecolor="black",
+                   label=f"{policy}: fastest under a budget")
+    ax.set_xlabel("peak memory per GPU (GiB)")
+    ax.set_ylabel("step time (ms)")
+    ax.set_title("step time against peak memory: the fastest plan of each policy under each budget")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
 
 
 def main(argv):
@@ -59,8 +114,11 @@ def main(argv):
         print(f"plot_sweep.py: error: {e}", file=sys.stderr)
         return 2
 
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
-    (ax_t_c, ax_m_c), (ax_t_r, ax_m_r) = axes
+    fig = plt.figure(figsize=(13, 13))
+    grid = fig.add_gridspec(3, 2, height_ratios=[1, 1, 1.15])
+    ax_t_c, ax_m_c = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    ax_t_r, ax_m_r = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
+    ax_budget = fig.add_subplot(grid[2, :])
     base = [r for r in rows if r["policy"] == "no-offload"]
     chunk = sorted([r for r in rows if r["policy"] == "chunkflow"], key=lambda r: r["chunk_mib"])
     layer = sorted([r for r in rows if r["policy"] == "layerwise"], key=lambda r: r["resident"])
@@ -143,6 +201,8 @@ def main(argv):
     ax_m_r.set_ylabel("peak memory per GPU (GiB)")
     ax_t_r.set_title("step time against resident fraction")
     ax_m_r.set_title("peak memory against resident fraction")
+
+    plot_budgets(ax_budget, rows)
 
     scenario = rows[0]["scenario"]
     fig.suptitle(f"ChunkFlow sweep (simulated): {scenario}", fontsize=12)
