@@ -94,6 +94,7 @@ class Planner {
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
     copy_alone_bytes_per_s_ = node_.h2d_bytes_per_s(0);
+    stall_free_ = run({}, 0, WindowMode::yield, {}, {});
   }
 
   double critical_path_s() const { return critical_path_s_; }
@@ -463,17 +464,24 @@ class Planner {
     return e;
   }
 
-  /// The best estimate over the window modes, each refined over three passes.
+  /// True when estimate `e` already equals the stall-free program (compute and collectives alone):
+  /// no copy schedule estimates less, so the search may stop there with the same answer.
+  bool reaches_stall_free(const Estimate& e) const { return e.step_time_s <= stall_free_.step_time_s * (1 + 1e-9); }
+
+  /// The best estimate over the window modes, each refined over two passes; stops at the first
+  /// estimate that reaches the stall-free program (later ones could only tie).
   Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count) const {
-    Estimate stall_free = run({}, 0, WindowMode::yield, {}, {});
     Estimate best;
     for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore}) {
-      Estimate prev = stall_free;
+      const Estimate* prev = &stall_free_;
+      Estimate last;
       for (int pass = 0; pass < 2; ++pass) {
-        Estimate e = run(chunks, slot_count, mode, prev.window_start_s, prev.window_end_s);
+        Estimate e = run(chunks, slot_count, mode, prev->window_start_s, prev->window_end_s);
         if (!e.feasible) break;
         if (e.step_time_s < best.step_time_s * (1 - 1e-9)) best = e;
-        prev = std::move(e);
+        if (reaches_stall_free(best)) return best;
+        last = std::move(e);
+        prev = &last;
       }
     }
     return best;
@@ -497,7 +505,7 @@ class Planner {
         if (buffer_bytes_left(config_, cost_.non_block_weight_bytes + c.residency.resident_block_bytes,
                               cost_.activation_bytes) < 0)
           continue;
-        c.estimate = run({}, 0, WindowMode::yield, {}, {});
+        c.estimate = stall_free_;
         return c;
       }
       for (const Chunk& x : ch) c.slot_bytes = std::max(c.slot_bytes, x.bytes);
@@ -506,6 +514,7 @@ class Planner {
       c.estimate = best_schedule(ch, c.slot_count);
       if (!c.estimate.feasible) continue;
       if (!best || c.estimate.step_time_s < best->estimate.step_time_s * (1 - 1e-6)) best = std::move(c);
+      if (reaches_stall_free(best->estimate)) break;  // the strided placement could only tie
     }
     return best;
   }
@@ -584,6 +593,7 @@ class Planner {
   std::vector<double> buffers_;        ///< distinct all-to-all buffers of a step
   std::vector<int> collective_g_;      ///< global positions of the collectives
   double critical_path_s_ = 0;         ///< one step's compute + uncontended collectives
+  Estimate stall_free_;                ///< the program with no copies: what no schedule beats
   double copy_alone_bytes_per_s_ = 0;
 };
 
