@@ -198,29 +198,47 @@ double transfer_time_s(const CalibrationFit& f, double bytes) {
   return p.at("alpha_s") + bytes / p.at("beta_bytes_per_s");
 }
 
-/// Per-direction coupling: concurrent time = α + bytes / (c · β) → (t − α) = c⁻¹ · bytes/β.
+/// Per-direction coupling: concurrent time = α + bytes / (c · β) → (t − α) = c⁻¹ · (bulk time alone).
+/// The bulk time alone at each point is, by preference, the bench's paired alone time at that size
+/// (`<dir>_alone_time_s_median`, measured in the same bench right beside the concurrent one,
+/// hw/BENCH_SCHEMA.md) minus α; without it, the alone fit's bytes/β at that size. The paired time is
+/// preferred because the alone sweep ran at another moment: on the H100 of issue 13 its 256 MiB D2H
+/// point read 37 GB/s against 55 GB/s in the paired measurement, which pulled the alone fit's β
+/// below the concurrent rate and gave c_d2h = 1.138.
+/// c is a bounded least-squares estimate, c ∈ (0, 1]: concurrent traffic in the other direction (or a
+/// collective) only adds load to resources the copy shares (the link's lanes, the root complex, host
+/// memory, copy engines), so it cannot speed the copy up (systems-and-hardware.md §3). The fit is
+/// linear in c⁻¹ (one parameter, convex objective), so the bounded optimum is the clamp of the
+/// unbounded one at c⁻¹ = 1; the
+/// unbounded value is kept as "unbounded_retained_fraction" so that a clamp is visible.
+/// Throws InputError when no point lies above the latency α.
 CalibrationFit coupling_fit(const std::string& dir, const Found& f, const CalibrationFit& alone) {
   CalibrationFit fit;
   fit.name = dir + "_coupling";
   fit.measurement_key = f.m->key;
-  fit.formula = "t = alpha + bytes/(c*beta), alpha and beta of the " + dir + " fit alone";
   fit.x_name = "bytes";
   fit.y_name = "time_s";
+  const std::string paired_key = dir + "_alone_time_s_median";
+  bool paired = true;
+  for (std::size_t i = 0; i < f.m->points.size(); ++i) paired = paired && has(f, i, paired_key);
+  fit.formula = "t = alpha + t_bulk_alone/c, c in (0, 1] (bounded least squares), alpha of the " + dir +
+                " fit alone, t_bulk_alone = " + (paired ? paired_key + " - alpha (paired, same bench)" : "bytes/beta of the " + dir + " fit alone");
+  const double alpha = transfer_time_s(alone, 0.0);
   std::vector<double> x, y, bytes_v, t_v;
   for (std::size_t i = 0; i < f.m->points.size(); ++i) {
     const double bytes = need(f, i, "bytes"), t = need(f, i, dir + "_time_s_median");
-    const double alpha = transfer_time_s(alone, 0.0);
-    const double bulk_s = transfer_time_s(alone, bytes) - alpha;  // bytes / β at this size
-    if (t - alpha <= 0) continue;
+    const double bulk_s = paired ? need(f, i, paired_key) - alpha : transfer_time_s(alone, bytes) - alpha;
+    if (t - alpha <= 0 || bulk_s <= 0) continue;
     x.push_back(bulk_s);
     y.push_back(t - alpha);
     bytes_v.push_back(bytes);
     t_v.push_back(t);
   }
   if (x.empty()) throw InputError(f.file->path, "/measurements", "\"" + f.m->key + "\": no point slower than the latency α");
-  const double inv_c = fit_through_origin(x, y);
-  const double c = 1.0 / inv_c;
-  fit.parameters = {{"retained_fraction", c}};
+  const double unbounded_c = 1.0 / fit_through_origin(x, y);
+  const double c = std::min(1.0, unbounded_c);
+  const double inv_c = 1.0 / c;
+  fit.parameters = {{"retained_fraction", c}, {"unbounded_retained_fraction", unbounded_c}, {"paired_alone_times", paired ? 1.0 : 0.0}};
   for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({bytes_v[i], t_v[i], t_v[i] - y[i] + x[i] * inv_c, {}});
   set_quality(fit);
   return fit;

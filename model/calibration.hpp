@@ -14,9 +14,12 @@
 //      (chunks are ≥ 1 MiB; the bulk regime is what prefetch sees); every host link's H2D capacity
 //      is raised to at least β_h2d; every host link's D2H capacity = β_d2h.
 //  - "coupling" (h2d_with_d2h; points {bytes, h2d_time_s_median, d2h_time_s_median}):
-//      per direction, the retained fraction of the alone rate under concurrent traffic,
-//      c_dir = median over points of rate_concurrent(bytes) / rate_alone(bytes), rate_alone from
-//      the fits above. Applied: duplex_bytes_per_s = c_h2d·β_h2d + c_d2h·β_d2h, β_h2d the rate
+//      per direction, the retained fraction of the alone rate under concurrent traffic:
+//      t_concurrent − α = (t_alone − α) / c_dir, least squares in c⁻¹ (relative weights), bounded to
+//      c_dir ∈ (0, 1] (traffic in the other direction cannot speed a copy up; the unbounded value is
+//      kept in the fit as unbounded_retained_fraction). t_alone is the bench's paired alone time at
+//      each size (<dir>_alone_time_s_median, measured beside the concurrent one) when every point
+//      has it, else α + bytes/β from the fits above. Applied: duplex_bytes_per_s = c_h2d·β_h2d + c_d2h·β_d2h, β_h2d the rate
 //      one H2D copy gets alone (min of link and copy engine), β_d2h the link's D2H capacity (the measured
 //      total of both directions together). The simulator's duplex constraint splits that total
 //      max-min fairly; the asymmetric split c_h2d ≠ c_d2h is recorded but not yet applied (it
