@@ -67,6 +67,10 @@ AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSp
   }
 }
 
+bool attention_kernel_runs_on(AttentionKernel requested, const NodeSpec& node) {
+  return requested != AttentionKernel::fa3 || node.gpu_architecture.empty() || is_hopper(node);
+}
+
 namespace {
 
 double raw_shape_factor(const GemmShape& g, const NodeSpec& node) {

@@ -21,6 +21,11 @@ namespace chunkflow {
 /// GPU that is not Hopper falls back to FA2 (FA3 needs wgmma/TMA); sdpa → FA2 kernels.
 AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSpec& node);
 
+/// False only for FA3 on a GPU whose architecture is known and is not Hopper (FlashAttention-3 needs
+/// Hopper's wgmma/TMA; FA3 paper §1). Scenario input refuses such a request instead of silently
+/// pricing FA2.
+bool attention_kernel_runs_on(AttentionKernel requested, const NodeSpec& node);
+
 /// Shape factor of a GEMM in (0, 1] (wave quantization × pipeline fill): η_gemm / node.gemm_efficiency.
 /// 1 when the shape is unknown (m, k or n ≤ 0) or node.sm_count is 0.
 double gemm_shape_factor(const GemmShape& g, const NodeSpec& node);

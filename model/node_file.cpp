@@ -268,7 +268,7 @@ NodeSpec parse_node_file(const std::string& text, const std::string& file) {
   n.hbm_bytes_per_s = gpu->hbm_bytes_per_s;
   n.sm_count = gpu->sm_count;  // kernel model: wave quantization (issue 10)
   // Attention kernel default (FA3 on Hopper): the architecture from the catalogue id.
-  n.gpu_architecture = gpu->id.rfind("h", 0) == 0 ? "hopper" : gpu->id.rfind("a100", 0) == 0 ? "ampere" : "ada";
+  n.gpu_architecture = gpu->id.rfind("h", 0) == 0 ? "hopper" : gpu->id.rfind("a100", 0) == 0 || gpu->id.rfind("rtx30", 0) == 0 ? "ampere" : "ada";
   n.gpu_memory_bytes = gpu->memory_bytes;
   n.sources["peak_flop_per_s"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("bf16_dense_flop_per_s");
   n.sources["hbm_bytes_per_s"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("hbm_bytes_per_s");

@@ -12,6 +12,7 @@
 #include "model/calibration.hpp"
 #include "model/error.hpp"
 #include "model/json_file.hpp"
+#include "model/kernel_model.hpp"
 #include "model/limits.hpp"
 #include "runtime/plan_limits.hpp"
 
@@ -151,8 +152,25 @@ Workload read_workload(const json& j, const std::string& file) {
   r.optional_integer("batch", w.batch);
   w.ulysses_degree = 1;
   r.optional_int("ulysses_degree", w.ulysses_degree);
-  r.reject_unknown("model, height, width, frames, batch, ulysses_degree");
+  std::string attention = "auto";
+  r.optional_string("attention", attention);
+  w.attention = attention_kernel_from(attention, file, "/workload/attention");
+  if (r.has("compile")) {
+    const json& v = r.raw("compile");
+    if (!v.is_boolean()) throw InputError(file, "/workload/compile", "expected true or false, got " + v.dump());
+    w.compiled = v.get<bool>();
+  }
+  r.reject_unknown("model, height, width, frames, batch, ulysses_degree, attention, compile");
   return w;
+}
+
+/// FA3 only on Hopper (model/kernel_model.hpp attention_kernel_runs_on): a request the GPU cannot run
+/// is an input error naming the field, not a silent FA2.
+void check_attention_kernel(const Workload& w, const NodeSpec& n, const std::string& file, const std::string& field) {
+  if (!attention_kernel_runs_on(w.attention, n))
+    throw InputError(file, field,
+                     "expected fa2, sdpa, sage or auto on node " + n.id + " (" + n.gpu_architecture +
+                         "; FlashAttention-3 needs Hopper's wgmma/TMA), got fa3");
 }
 
 /// Parses a resident fraction: a number in [0, 1] or "auto" (nullopt).
@@ -210,6 +228,7 @@ Scenario load_scenario(const std::string& path) {
   r.reject_unknown("name, description, node, workload, policy");
   validate(s.node, path, "/node");
   validate(s.workload, path, "/workload");
+  check_attention_kernel(s.workload, s.node, path, "/workload/attention");
   validate(s.policy, path, "/policy");
   s.node.executed_ranks(s.workload.ulysses_degree);
   return s;
@@ -232,6 +251,10 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
   app.add_option("--frames", o.frames, "Frames (4k+1 for video models, 1 for images), " + range_text("--frames"));
   app.add_option("--batch", o.batch, "Batch per forward, " + range_text("--batch"));
   app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads), " + range_text("--ulysses"));
+  app.add_option("--attention", o.attention,
+                 "Attention kernel the compute model prices: fa2 | fa3 | sdpa | sage | auto (default auto: FA3 on "
+                 "Hopper, FA2 elsewhere; model/kernel_model.hpp)");
+  app.add_flag("--compile", o.compile, "torch.compile'd stack: elementwise ops fused (fewer HBM bytes and launches)");
   app.add_option("--calibration", o.calibration_file, "Calibration JSON (chunkflow calibrate) applied to the node");
   if (!with_policy) return;
   app.add_option("--policy", o.policy, [] {
@@ -265,6 +288,8 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   if (o.frames) w.frames = *o.frames;
   if (o.batch) w.batch = *o.batch;
   if (o.ulysses) w.ulysses_degree = *o.ulysses;
+  if (o.attention) w.attention = attention_kernel_from(*o.attention, "", "--attention");
+  if (o.compile) w.compiled = true;
   PolicyConfig& p = s.policy;
   if (o.policy) p.policy = *o.policy;
   if (o.chunk_mib) p.chunk_bytes = *o.chunk_mib * kMiB;
@@ -301,12 +326,15 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   }
   // A scenario changed by node or workload overrides is a different scenario: name it after
   // what it now is, so outputs are not labelled with the file's (or the default's) name.
-  if (o.node || o.model || o.height || o.width || o.frames || o.batch || o.ulysses) {
+  if (o.node || o.model || o.height || o.width || o.frames || o.batch || o.ulysses || o.attention || o.compile) {
     s.name = w.model + "-" + std::to_string(w.height) + "x" + std::to_string(w.width) + "x" + std::to_string(w.frames) +
              "-b" + std::to_string(w.batch) + "-u" + std::to_string(w.ulysses_degree) + "-" + s.node.id;
+    if (w.attention != AttentionKernel::automatic) s.name += std::string("-") + attention_kernel_name(w.attention);
+    if (w.compiled) s.name += "-compiled";
     s.description = "derived from " + (s.file.empty() ? std::string("the embedded default") : s.file) +
                     " with command-line overrides";
   }
+  check_attention_kernel(w, s.node, o.attention ? "" : s.file, o.attention ? "--attention" : "/workload/attention");
   if (s.node.collective == CollectiveBackend::host_staged && w.ulysses_degree > s.node.gpu_count)
     throw InputError(o.ulysses ? "" : s.file, o.ulysses ? "--ulysses" : "/workload/ulysses_degree",
                      "expected at most " + std::to_string(s.node.gpu_count) + " (GPUs of node " + s.node.id +

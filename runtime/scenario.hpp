@@ -31,7 +31,9 @@ Scenario default_scenario();
 /// Reads a scenario file:
 ///   {"name": str, "description": str,
 ///    "node": "2xh100-pcie" | {"id": "2xh100-pcie", <NodeSpec numeric fields to override>},
-///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree"},
+///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree",
+///                 "attention": "auto" | "fa2" | "fa3" | "sdpa" | "sage" (default "auto": FA3 on Hopper,
+///                 FA2 elsewhere), "compile": bool (default false: eager)},
 ///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "steps",
 ///               "memory_budget_gib"}}
 /// "policy" and "description" are optional. Throws InputError naming the file and the JSON
@@ -46,10 +48,13 @@ struct ScenarioOptions {
   std::optional<int> ulysses, lookahead, steps;
   std::optional<double> chunk_mib;
   std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
+  std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|auto (Workload::attention)
+  bool compile = false;                     ///< --compile (Workload::compiled; the file's value when absent)
   std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };
 
-/// Adds --scenario --node --model --height --width --frames --batch --ulysses --calibration, and with
+/// Adds --scenario --node --model --height --width --frames --batch --ulysses --attention --compile
+/// --calibration, and with
 /// `with_policy` also --policy --chunk-mib --resident-fraction --lookahead --memory-budget-gib (and --steps when
 /// `with_steps`), to a CLI11 (sub)command.
 void add_scenario_options(CLI::App& app, ScenarioOptions& options, bool with_policy, bool with_steps);

@@ -1,5 +1,7 @@
 #include "sim/report.hpp"
 
+#include "model/kernel_model.hpp"
+
 #include <chunkflow_version.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -54,7 +56,9 @@ json scenario_json(const Scenario& s) {
   j["node"] = node;
   const Workload& w = s.workload;
   j["workload"] = {{"model", w.model},   {"height", w.height}, {"width", w.width},
-                   {"frames", w.frames}, {"batch", w.batch},   {"ulysses_degree", w.ulysses_degree}};
+                   {"frames", w.frames}, {"batch", w.batch},   {"ulysses_degree", w.ulysses_degree},
+                   {"attention", attention_kernel_name(resolve_attention_kernel(w.attention, n))},
+                   {"compile", w.compiled}};
   return j;
 }
 

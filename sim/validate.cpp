@@ -111,6 +111,15 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   o.frames = integer("frames");
   o.batch = integer("batch");
   if (auto u = integer("ulysses_degree")) o.ulysses = int(*u);
+  // simulate --json records the attention kernel it priced and whether the stack was compiled.
+  if (auto a = str("attention")) {
+    (void)attention_kernel_from(*a, path, where("attention"));
+    o.attention = *a;
+  }
+  if (const json* c = lookup(j, "compile")) {
+    if (!c->is_boolean()) throw InputError(path, where("compile"), "expected true or false, got " + c->dump());
+    o.compile = c->get<bool>();
+  }
   o.policy = str("policy");
   if (const json* c = lookup(j, "chunk_bytes")) {
     if (!c->is_number() || !(c->get<double>() >= 0)) throw InputError(path, where("chunk_bytes"), "expected a number of bytes, got " + c->dump());

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/analytical.hpp"
 #include "model/error.hpp"
+#include "model/kernel_model.hpp"
 #include "runtime/scenario.hpp"
 
 using namespace chunkflow;
@@ -103,6 +105,58 @@ TEST_CASE("command-line overrides are validated and named by their option", "[sc
   o.width = 1024;
   const Scenario s = resolve_scenario(o);
   CHECK(s.workload.frames == 1);
+}
+
+TEST_CASE("attention kernel and compile: scenario fields and options set the workload; FA3 only on Hopper", "[scenario]") {
+  // Defaults: auto (FA3 on Hopper, FA2 elsewhere) and eager.
+  const Scenario d = load_scenario(scenario_file(kGood));
+  CHECK(d.workload.attention == AttentionKernel::automatic);
+  CHECK_FALSE(d.workload.compiled);
+  CHECK(resolve_attention_kernel(d.workload.attention, d.node) == AttentionKernel::fa3);
+  const Scenario f = load_scenario(scenario_file(with("\"ulysses_degree\": 2", "\"ulysses_degree\": 2, \"attention\": \"fa2\", \"compile\": true")));
+  CHECK(f.workload.attention == AttentionKernel::fa2);
+  CHECK(f.workload.compiled);
+  check_error(with("\"ulysses_degree\": 2", "\"ulysses_degree\": 2, \"attention\": \"flash\""), "/workload/attention", "fa2, fa3, sdpa, sage");
+  check_error(with("\"ulysses_degree\": 2", "\"ulysses_degree\": 2, \"compile\": \"yes\""), "/workload/compile", "true or false");
+  check_error(R"({"name": "t", "node": "4xrtx4090",
+    "workload": {"model": "wan2.1-t2v-1.3b", "height": 480, "width": 832, "frames": 81, "attention": "fa3"}})",
+              "/workload/attention", "FlashAttention-3 needs Hopper");
+
+  ScenarioOptions o;
+  o.attention = "sage";
+  o.compile = true;
+  Scenario s = resolve_scenario(o);
+  CHECK(s.workload.attention == AttentionKernel::sage);
+  CHECK(s.workload.compiled);
+  CHECK(s.name.find("-sage-compiled") != std::string::npos);  // a different scenario, named after what it is
+  o = {};
+  o.attention = "fa4";
+  CHECK_THROWS_WITH(resolve_scenario(o), Catch::Contains("--attention") && Catch::Contains("fa2, fa3, sdpa, sage"));
+  o = {};
+  o.node = "4xrtx4090";
+  o.model = "wan2.1-t2v-1.3b";
+  s = resolve_scenario(o);
+  CHECK(resolve_attention_kernel(s.workload.attention, s.node) == AttentionKernel::fa2);  // auto off Hopper
+  o.attention = "fa3";
+  CHECK_THROWS_WITH(resolve_scenario(o), Catch::Contains("--attention") && Catch::Contains("Hopper"));
+
+  // The options reach the compute model: on H100 FA2 is slower than FA3 (FA3 paper, Fig. 5-7), and
+  // compiling fuses elementwise ops (fewer HBM bytes), so a forward gets faster, never slower.
+  auto forward_s = [](const ScenarioOptions& opts) {
+    const Scenario sc = resolve_scenario(opts);
+    const ForwardCost cost = forward_cost(sc.workload);
+    double t = 0;
+    for (const BlockCost& b : cost.blocks)
+      for (const StageCost& st : b.stages) t += stage_compute_time_s(st, sc.node);
+    return t;
+  };
+  ScenarioOptions fa3_opts, fa2_opts, compiled_opts;
+  fa3_opts.attention = "fa3";
+  fa2_opts.attention = "fa2";
+  compiled_opts.attention = "fa3";
+  compiled_opts.compile = true;
+  CHECK(forward_s(fa2_opts) > forward_s(fa3_opts));
+  CHECK(forward_s(compiled_opts) < forward_s(fa3_opts));
 }
 
 TEST_CASE("every shipped scenario file loads", "[scenario]") {
