@@ -20,6 +20,12 @@ constexpr double kCompiledHostFactor = 0.4;
 // (torch.jit.script-ed _update_out_and_lse, fused to ≈ 2 kernels) and a send/recv pair: 5 kernels
 // (assumed from yunchang ring_flash_attn).
 constexpr int kRingKernelsPerStep = 5;
+// Under torch.compile the ring's P2P exchange (torch.distributed batch_isend_irecv / P2POp, as
+// yunchang's RingComm issues it) is not traceable by dynamo: the graph breaks around it and the ring
+// loop runs eagerly (pytorch/pytorch issue #121386 "torch.compile + ring attention" shows the break;
+// PR #161213 makes batch_isend_irecv compilable only behind TORCHDYNAMO_ENABLE_P2P_COMPILATION=1, off
+// by default, after the torch versions xfuser 0.4 used). Its kernels are issued at the eager host
+// cost whether or not the stack is compiled.
 // All-to-all bus bandwidth per GPU (bytes leaving one GPU per second, nccl-tests busbw): H100 SXM
 // NVLink4 120.8 GB/s, `alltoall_perf` at 500 MB on 4× H100 SXM (published-measurements.md a2a-sxm;
 // the records' buffers are 10–100 MB, at or below that size). Other GPUs in the ratio of NVIDIA's
@@ -77,6 +83,7 @@ constexpr double kPageableOverPinned = 0.5;
 struct ForwardParts {
   double gemm = 0, attention = 0, elementwise = 0, launch = 0, collective = 0, fsdp = 0, offload = 0, non_block = 0;
   double kernels = 0;
+  double ring_kernels = 0;  ///< of `kernels`: the ring loop's, eager even in a compiled stack
   double gpu() const { return gemm + attention + elementwise + launch + collective + fsdp + offload + non_block; }
 };
 
@@ -110,6 +117,7 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
         // K and V shards passed r−1 times, each pass a send/recv with the collective latency.
         ring_comm_s = double(ring - 1) * (2.0 * buffer / ic.p2p_bytes_per_s + n.collective_latency_s);
         f.kernels += double(ring * kRingKernelsPerStep);
+        f.ring_kernels += double(ring * kRingKernelsPerStep);
       }
       const double t = stage_compute_time_s(s, n);
       const double ew = s.elementwise_bytes / hbm;
@@ -158,21 +166,26 @@ NodeSpec published_record_node(const PublishedRecord& r, const PublishedScales& 
   return n;
 }
 
-double text_encode_time_s(const PublishedRecord& r, const NodeSpec& n) {
-  const TextEncoder e = text_encoder(r.workload.model, double(tokens(r.workload).text));
-  const double flop = e.prompts * 2.0 * (e.params * e.tokens + e.clip_params * e.clip_tokens);
-  if (r.text_encoder_on_cpu) return flop / kHostEncoderFlopPerS;
+double text_encode_time_s(const Workload& w, const NodeSpec& n, bool encoder_on_cpu) {
+  const TextEncoder e = text_encoder(w.model, double(tokens(w).text));
+  const double flop = double(w.batch) * e.prompts * 2.0 * (e.params * e.tokens + e.clip_params * e.clip_tokens);
+  if (encoder_on_cpu) return flop / kHostEncoderFlopPerS;
   const double bytes = 2.0 * (e.params + e.clip_params);
   return std::max(flop / (n.gemm_efficiency * n.peak_flop_per_s), bytes / n.hbm_bytes_per_s);
 }
 
-double vae_decode_time_s(const PublishedRecord& r, const NodeSpec& n) {
-  const Workload& w = r.workload;
+double vae_decode_time_s(const Workload& w, const NodeSpec& n) {
   const double pixels = double(w.height) * double(w.width) * double(w.frames) * double(w.batch);
   const bool fp32 = w.model.rfind("wan", 0) == 0;
   const double peak = n.peak_flop_per_s * (fp32 ? 0.5 : 1.0);
   return pixels * vae_flop_per_pixel(w.model) / (kVaeEfficiency * peak);
 }
+
+double text_encode_time_s(const PublishedRecord& r, const NodeSpec& n) {
+  return text_encode_time_s(r.workload, n, r.text_encoder_on_cpu);
+}
+
+double vae_decode_time_s(const PublishedRecord& r, const NodeSpec& n) { return vae_decode_time_s(r.workload, n); }
 
 PublishedPrediction predict_published(const PublishedRecord& r, const PublishedScales& scales) {
   PublishedPrediction p;
@@ -203,7 +216,8 @@ PublishedPrediction predict_published(const PublishedRecord& r, const PublishedS
   } else {
     const ForwardParts f = forward_parts(r, n);
     const double gpu_s = f.gpu();
-    const double host_s = f.kernels * n.host_kernel_issue_s * (r.workload.compiled ? kCompiledHostFactor : 1.0);
+    const double host_s = (f.kernels - f.ring_kernels) * n.host_kernel_issue_s * (r.workload.compiled ? kCompiledHostFactor : 1.0) +
+                          f.ring_kernels * n.host_kernel_issue_s;
     const double forward_s = std::max(gpu_s, host_s);
     p.forward_time_s = forward_s;
     p.kernels_per_forward = f.kernels;

@@ -119,6 +119,26 @@ TEST_CASE("generation = text encoding + steps × forwards per step × forward + 
   }
 }
 
+TEST_CASE("a compiled stack issues its ring loop eagerly (graph break at the P2P): host-bound forward = ((K - K_ring)·0.4 + K_ring)·issue") {
+  // Host-bound by construction (issue cost × 1000), so the forward is the host issue time; FLUX has
+  // 57 blocks, one joint attention each, and the ring adds 5 kernels per ring step.
+  for (const PublishedRecord& base : load_published_records(kDir)) {
+    if (base.id != "xdit-flux-r4-compiled") continue;
+    PublishedScales host_bound;
+    host_bound.host = 1000;
+    PublishedRecord compiled = base, eager = base;
+    compiled.workload.compiled = true;
+    eager.workload.compiled = false;
+    const double issue_s = published_record_node(base, host_bound).host_kernel_issue_s;
+    const PublishedPrediction pc = predict_published(compiled, host_bound), pe = predict_published(eager, host_bound);
+    const double ring_kernels = 57.0 * base.ring_degree * 5.0;
+    CHECK(pe.forward_time_s == Approx(pe.kernels_per_forward * issue_s).epsilon(1e-12));
+    CHECK(pc.forward_time_s == Approx(((pc.kernels_per_forward - ring_kernels) * 0.4 + ring_kernels) * issue_s).epsilon(1e-9));
+    return;
+  }
+  FAIL("record xdit-flux-r4-compiled not found");
+}
+
 TEST_CASE("scaling series: speedups are ratios of the series' own predictions and figures") {
   const auto records = load_published_records(kDir);
   const PublishedValidation v = validate_published(records, {}, {}, {});
