@@ -35,13 +35,15 @@ std::vector<InputRange> make_ranges() {
       {"/workload/frames", "--frames", 1, 4097, "frames", true, kShapeWhy},
       {"/workload/batch", "--batch", 1, 1024, "samples", true, kShapeWhy},
       {"/workload/ulysses_degree", "--ulysses", 1, 64, "ranks", true, "no catalogued model has more than 64 heads"},
+      {"/workload/steps", "--steps", 0, 10000, "steps", true,
+       "denoising steps of a generation (0 = the model's default); published pipelines run 1 to 50"},
       // Policy (runtime/policy.hpp)
       {"/policy/chunk_mib", "--chunk-mib", 1.0 / 16, 1048576, "MiB", false,
        "below 64 KiB a copy is all fixed latency; the ops-per-step limit applies as well"},
       {"/policy/resident_fraction", "--resident-fraction", 0, 1, "", false, "a fraction of the block weights"},
       {"/policy/lookahead", "--lookahead", 1, 1000, "blocks", true,
        "no model has more than 1000 blocks; it must also not exceed the model's block count"},
-      {"/policy/steps", "--steps", 1, 1000, "steps", true,
+      {"/policy/simulated_steps", "--simulated-steps", 1, 1000, "steps", true,
        "a steady state is reached after 2; more only multiplies the plan's size"},
       // Node overrides (model/node.hpp); catalogued devices sit well inside (gpu-catalogue.md)
       {"/node/peak_flop_per_s", "", 1e12, 1e17, "FLOP/s", false, "1 TFLOP/s .. 100 PFLOP/s brackets every GPU"},

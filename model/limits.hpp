@@ -63,7 +63,7 @@ void check_node_ranges(const NodeSpec& node, const std::string& file, const std:
 /// Plan-size limits, checked from the inputs before a plan is built (runtime/policy.cpp
 /// build_plan, via runtime/plan_limits.hpp). One op costs about kPlanOpBytes of memory in the plan
 /// and the simulator together: measured on this project's 2-core machine (2026-11-23),
-/// `simulate --chunk-mib 0.0625 --resident-fraction 0 --steps 4` (3,436,800 ops, 8.6 M events)
+/// `simulate --chunk-mib 0.0625 --resident-fraction 0 --simulated-steps 4` (3,436,800 ops, 8.6 M events)
 /// peaked at 2.43 GB resident and ran 20.8 s, ≈ 707 bytes and 6 µs per op. So no accepted input
 /// makes one simulation allocate more than ≈ kMaxPlanOps · kPlanOpBytes ≈ 1.4 GB or run longer
 /// than ≈ 12 s on that machine.

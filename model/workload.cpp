@@ -282,9 +282,56 @@ void validate(const Workload& w, const std::string& file, const std::string& pre
     throw InputError(file, prefix + "/text_tokens",
                      "expected 0 (the model's default) or a token count in [1, 1000000], got " +
                          std::to_string(w.text_tokens));
+  if (w.denoising_steps < 0 || w.denoising_steps > 10000)
+    throw InputError(file, prefix + "/steps",
+                     "expected 0 (the model's default) or a number of denoising steps in [1, 10000], got " +
+                         std::to_string(w.denoising_steps));
+  if (w.cfg == CfgMode::parallel)
+    throw InputError(file, prefix + "/cfg",
+                     "parallel CFG (two GPU groups) is not simulated yet; expected none, sequential or auto");
   if (w.dtype_bytes < 1)
     throw InputError(file, prefix + "/dtype_bytes",
                      "expected a positive number of bytes per element, got " + std::to_string(w.dtype_bytes));
+}
+
+CfgMode cfg_mode_from(const std::string& name, const std::string& file, const std::string& field) {
+  if (name == "auto") return CfgMode::automatic;
+  if (name == "none") return CfgMode::none;
+  if (name == "sequential") return CfgMode::sequential;
+  if (name == "parallel") return CfgMode::parallel;
+  throw InputError(file, field, "expected one of none, sequential, parallel, auto, got \"" + name + "\"");
+}
+
+const char* cfg_mode_name(CfgMode c) {
+  switch (c) {
+    case CfgMode::automatic: return "auto";
+    case CfgMode::none: return "none";
+    case CfgMode::sequential: return "sequential";
+    case CfgMode::parallel: return "parallel";
+  }
+  return "auto";
+}
+
+int default_denoising_steps(const std::string& model) {
+  if (model.rfind("wan2.2", 0) == 0) return 40;
+  if (model.rfind("flux", 0) == 0) return 28;
+  return 50;  // Wan2.1, HunyuanVideo
+}
+
+CfgMode default_cfg(const std::string& model) {
+  return model.rfind("wan", 0) == 0 ? CfgMode::sequential : CfgMode::none;
+}
+
+int resolved_denoising_steps(const Workload& w) {
+  return w.denoising_steps > 0 ? w.denoising_steps : default_denoising_steps(w.model);
+}
+
+CfgMode resolved_cfg(const Workload& w) { return w.cfg == CfgMode::automatic ? default_cfg(w.model) : w.cfg; }
+
+int forwards_per_step(const Workload& w) { return resolved_cfg(w) == CfgMode::sequential ? 2 : 1; }
+
+double denoise_time_s(const Workload& w, double step_time_s) {
+  return double(resolved_denoising_steps(w)) * double(forwards_per_step(w)) * step_time_s;
 }
 
 AttentionKernel attention_kernel_from(const std::string& name, const std::string& file, const std::string& field) {

@@ -21,6 +21,18 @@ AttentionKernel attention_kernel_from(const std::string& name, const std::string
                                       const std::string& field = "--attention");
 const char* attention_kernel_name(AttentionKernel k);
 
+/// Classifier-free guidance of a generation (issue 9 §3): `none` one forward per denoising step;
+/// `sequential` the conditional and unconditional forwards one after the other on the same GPUs
+/// (two forwards per step); `parallel` the two forwards on two GPU groups at once (one forward per
+/// step per group, one gather of the noise predictions per step). `automatic` = the model's default
+/// (default_cfg).
+enum class CfgMode { automatic, none, sequential, parallel };
+
+/// "auto", "none", "sequential", "parallel". Throws InputError(file, field, ...) naming the
+/// expected values for anything else.
+CfgMode cfg_mode_from(const std::string& name, const std::string& file = "", const std::string& field = "--cfg");
+const char* cfg_mode_name(CfgMode c);
+
 struct Workload {
   std::string model = "wan2.1-t2v-14b";  ///< architecture id
   int64_t batch = 1;                      ///< B per forward
@@ -32,7 +44,33 @@ struct Workload {
   int64_t text_tokens = 0;                ///< T entering the blocks; 0 = the architecture's default
   AttentionKernel attention = AttentionKernel::automatic;  ///< `--attention`
   bool compiled = false;                  ///< `--compile`: elementwise ops fused (fewer bytes, launches)
+  /// Denoising steps of the generation (`--steps`, as users say it); 0 = the model's default
+  /// (default_denoising_steps). Not the number of forwards the simulator plans to reach a steady
+  /// state: that is PolicyConfig::steps (`--simulated-steps`).
+  int denoising_steps = 0;
+  CfgMode cfg = CfgMode::automatic;       ///< `--cfg`
 };
+
+/// The model's default denoising steps, as its reference pipeline runs it: Wan2.1 T2V 50
+/// (generate.py sample_steps for t2v), Wan2.2 T2V-A14B 40 (its t2v config sample_steps),
+/// FLUX.1-dev 28 (diffusers FluxPipeline num_inference_steps), HunyuanVideo 50 (infer_steps).
+/// The same figures the published records under traces/published/ state for these pipelines.
+int default_denoising_steps(const std::string& model);
+/// The model's default CFG: Wan sequential (two forwards per step, guide_scale 5.0); FLUX.1-dev
+/// and HunyuanVideo none (guidance-distilled: the guidance scale is an embedding input, one
+/// forward per step). traces/published/ records state the same per pipeline.
+CfgMode default_cfg(const std::string& model);
+/// w.denoising_steps, or the model's default when 0.
+int resolved_denoising_steps(const Workload& w);
+/// w.cfg, or the model's default when automatic.
+CfgMode resolved_cfg(const Workload& w);
+/// Forwards one GPU group runs per denoising step: 2 with sequential CFG, else 1 (with parallel CFG
+/// each of the two groups runs one).
+int forwards_per_step(const Workload& w);
+/// Denoising time of the generation on one GPU group, in seconds: steps × forwards_per_step ×
+/// step_time_s, where step_time_s is the simulated steady-state time of one forward (the
+/// issue 9 §3 definition; VAE, text encoder and scheduler are not included).
+double denoise_time_s(const Workload& w, double step_time_s);
 
 /// Token counts of one forward (dit-architectures.md §4).
 struct TokenCounts {
@@ -44,7 +82,7 @@ struct TokenCounts {
 /// Validates a workload against its architecture. Throws InputError naming `file` and the field
 /// (JSON pointer under `prefix`, e.g. "/workload/frames") for: unknown model, batch/height/width
 /// ≤ 0, height or width not a multiple of 16, frames not 4k+1 (video) or ≠ 1 (image), Ulysses
-/// degree < 1 or not dividing the heads.
+/// degree < 1 or not dividing the heads, denoising steps outside [0, 10000] (field "/steps").
 void validate(const Workload& w, const std::string& file = "", const std::string& prefix = "/workload");
 
 TokenCounts tokens(const Workload& w);

@@ -68,6 +68,9 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
 
   info.steps = steps;
   info.ranks = ranks;
+  info.denoising_steps = resolved_denoising_steps(w);
+  info.forwards_per_step = forwards_per_step(w);
+  info.cfg = cfg_mode_name(resolved_cfg(w));
   info.activation_bytes = cost.activation_bytes;
   info.slot_count = np == 0 ? 0 : schedule.slot_count;
   info.slot_bytes = np == 0 ? 0 : schedule.slot_bytes;

@@ -65,7 +65,7 @@ struct CopySchedule {
 };
 
 /// Builds the plan of `steps` forwards of `w` on `node` for every executed rank from `schedule`;
-/// fills info.steps, ranks, slot_count, slot_bytes, resident_weight_bytes (every byte no piece of
+/// fills info.steps, ranks, the generation (denoising_steps, forwards_per_step, cfg), slot_count, slot_bytes, resident_weight_bytes (every byte no piece of
 /// the last step covers is resident), activation_bytes, offloaded_bytes_per_step. Throws
 /// std::logic_error when the schedule cannot run: a compute op reads a byte whose piece could not be
 /// issued yet (its slot is only freed later, or it waits for a later op), or a piece exceeds a slot.

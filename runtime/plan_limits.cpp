@@ -40,7 +40,7 @@ void check_plan_limits(const Workload& w, const ForwardCost& cost, const NodeSpe
   check_range(config.chunk_bytes / kMiB, "/policy/chunk_mib", f.file, f.chunk);
   if (config.resident_fraction) check_range(*config.resident_fraction, "/policy/resident_fraction", f.file, f.resident_fraction);
   check_range(config.lookahead, "/policy/lookahead", f.file, f.lookahead);
-  check_range(config.steps, "/policy/steps", f.file, f.steps);
+  check_range(config.steps, "/policy/simulated_steps", f.file, f.steps);
   const int blocks = int(cost.blocks.size());
   if (config.lookahead > blocks)
     throw InputError(f.file, f.lookahead,
@@ -55,7 +55,7 @@ void check_grid_limits(const Workload& w, const NodeSpec& node, const std::vecto
   fields.chunk = "--chunk-mib-list";
   fields.resident_fraction = "--resident-fractions";
   fields.lookahead = "--lookahead";
-  fields.steps = "--steps";
+  fields.steps = "--simulated-steps";
   const ForwardCost cost = forward_cost(w);
   for (const PolicyConfig& c : configs) check_plan_limits(w, cost, node, c, fields);
 }

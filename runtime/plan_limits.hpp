@@ -19,7 +19,7 @@ struct PlanLimitFields {
   std::string chunk = "/policy/chunk_mib";
   std::string resident_fraction = "/policy/resident_fraction";
   std::string lookahead = "/policy/lookahead";
-  std::string steps = "/policy/steps";
+  std::string steps = "/policy/simulated_steps";
 };
 
 /// The ops a plan of `config` for workload `w` (whose forward_cost is `cost`) would have per step,
@@ -37,7 +37,7 @@ void check_plan_limits(const Workload& w, const ForwardCost& cost, const NodeSpe
                        const PlanLimitFields& fields = {});
 
 /// check_plan_limits for every configuration of a sweep or tuning grid, errors named by the grid's
-/// options (--chunk-mib-list, --resident-fractions, --lookahead, --steps).
+/// options (--chunk-mib-list, --resident-fractions, --lookahead, --simulated-steps).
 void check_grid_limits(const Workload& w, const NodeSpec& node, const std::vector<PolicyConfig>& configs);
 
 }  // namespace chunkflow

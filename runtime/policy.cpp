@@ -71,7 +71,7 @@ void validate(const PolicyConfig& p, const std::string& file, const std::string&
                      "expected a number in [0, 1] or \"auto\", got " + shown(*p.resident_fraction));
   if (p.lookahead < 1)
     throw InputError(file, prefix + "/lookahead", "expected an integer ≥ 1, got " + std::to_string(p.lookahead));
-  if (p.steps < 1) throw InputError(file, prefix + "/steps", "expected an integer ≥ 1, got " + std::to_string(p.steps));
+  if (p.steps < 1) throw InputError(file, prefix + "/simulated_steps", "expected an integer ≥ 1, got " + std::to_string(p.steps));
   if (p.memory_budget_bytes && (!(*p.memory_budget_bytes > 0) || !std::isfinite(*p.memory_budget_bytes)))
     throw InputError(file, prefix + "/memory_budget_gib",
                      "expected a budget > 0 GiB, got " + shown(*p.memory_budget_bytes / kGiB));

@@ -160,7 +160,9 @@ Workload read_workload(const json& j, const std::string& file) {
     if (!v.is_boolean()) throw InputError(file, "/workload/compile", "expected true or false, got " + v.dump());
     w.compiled = v.get<bool>();
   }
-  r.reject_unknown("model, height, width, frames, batch, ulysses_degree, attention, compile");
+  r.optional_int("steps", w.denoising_steps);
+  if (r.has("cfg")) w.cfg = cfg_mode_from(r.string("cfg"), file, "/workload/cfg");
+  r.reject_unknown("model, height, width, frames, batch, ulysses_degree, attention, compile, steps, cfg");
   return w;
 }
 
@@ -200,9 +202,15 @@ PolicyConfig read_policy(const json& j, const std::string& file) {
     else throw InputError(file, "/policy/resident_fraction", "expected a number in [0, 1] or \"auto\", got " + v.dump());
   }
   r.optional_int("lookahead", p.lookahead);
+  // "steps" is the former name of simulated_steps (scenario files written before issue 9 §3).
+  if (r.has("steps") && r.has("simulated_steps"))
+    throw InputError(file, "/policy/steps",
+                     "give simulated_steps only (steps is its former name; a generation's denoising steps are "
+                     "/workload/steps)");
   r.optional_int("steps", p.steps);
+  r.optional_int("simulated_steps", p.steps);
   if (r.has("memory_budget_gib")) p.memory_budget_bytes = r.number("memory_budget_gib") * kGiB;
-  r.reject_unknown("name, chunk_mib, resident_fraction, lookahead, steps, memory_budget_gib");
+  r.reject_unknown("name, chunk_mib, resident_fraction, lookahead, simulated_steps, memory_budget_gib");
   return p;
 }
 
@@ -255,6 +263,12 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
                  "Attention kernel the compute model prices: fa2 | fa3 | sdpa | sage | auto (default auto: FA3 on "
                  "Hopper, FA2 elsewhere; model/kernel_model.hpp)");
   app.add_flag("--compile", o.compile, "torch.compile'd stack: elementwise ops fused (fewer HBM bytes and launches)");
+  app.add_option("--steps", o.denoising_steps,
+                 "Denoising steps of the generation (default: the model's; Wan2.1 50, Wan2.2 40, FLUX 28, "
+                 "HunyuanVideo 50), " + range_text("--steps"));
+  app.add_option("--cfg", o.cfg,
+                 "Classifier-free guidance: none | sequential (2 forwards per step) | parallel (2 GPU groups) | "
+                 "auto (the model's: Wan sequential, FLUX and HunyuanVideo none)");
   app.add_option("--calibration", o.calibration_file, "Calibration JSON (chunkflow calibrate) applied to the node");
   if (!with_policy) return;
   app.add_option("--policy", o.policy, [] {
@@ -268,7 +282,9 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
   app.add_option("--lookahead", o.lookahead,
                  "Prefetch lookahead L, " + range_text("--lookahead") + " and at most the model's block count");
   if (with_steps)
-    app.add_option("--steps", o.steps, "Steps to simulate, " + range_text("--steps") + ", at most 2·10^6 ops in all");
+    app.add_option("--simulated-steps", o.steps,
+                   "Forwards simulated to reach the steady state (the last one is reported), " +
+                       range_text("--simulated-steps") + ", at most 2·10^6 ops in all");
   app.add_option("--memory-budget-gib", o.memory_budget_gib,
                  "Per-GPU memory budget in GiB (> 0): resident weights + copies in flight + activations");
 }
@@ -290,6 +306,8 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   if (o.ulysses) w.ulysses_degree = *o.ulysses;
   if (o.attention) w.attention = attention_kernel_from(*o.attention, "", "--attention");
   if (o.compile) w.compiled = true;
+  if (o.denoising_steps) w.denoising_steps = *o.denoising_steps;
+  if (o.cfg) w.cfg = cfg_mode_from(*o.cfg, "", "--cfg");
   PolicyConfig& p = s.policy;
   if (o.policy) p.policy = *o.policy;
   if (o.chunk_mib) p.chunk_bytes = *o.chunk_mib * kMiB;
@@ -306,11 +324,12 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
       {"/workload/frames", {"--frames", o.frames.has_value()}},
       {"/workload/batch", {"--batch", o.batch.has_value()}},
       {"/workload/ulysses_degree", {"--ulysses", o.ulysses.has_value()}},
+      {"/workload/steps", {"--steps", o.denoising_steps.has_value()}},
       {"/policy/name", {"--policy", o.policy.has_value()}},
       {"/policy/chunk_mib", {"--chunk-mib", o.chunk_mib.has_value()}},
       {"/policy/resident_fraction", {"--resident-fraction", o.resident_fraction.has_value()}},
       {"/policy/lookahead", {"--lookahead", o.lookahead.has_value()}},
-      {"/policy/steps", {"--steps", o.steps.has_value()}},
+      {"/policy/simulated_steps", {"--simulated-steps", o.steps.has_value()}},
       {"/policy/memory_budget_gib", {"--memory-budget-gib", o.memory_budget_gib.has_value()}}};
   try {
     validate(s.workload, s.file, "/workload");

@@ -33,9 +33,10 @@ Scenario default_scenario();
 ///    "node": "2xh100-pcie" | {"id": "2xh100-pcie", <NodeSpec numeric fields to override>},
 ///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree",
 ///                 "attention": "auto" | "fa2" | "fa3" | "sdpa" | "sage" (default "auto": FA3 on Hopper,
-///                 FA2 elsewhere), "compile": bool (default false: eager)},
-///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "steps",
-///               "memory_budget_gib"}}
+///                 FA2 elsewhere), "compile": bool (default false: eager),
+///                 "steps" (denoising steps; default the model's), "cfg": "none" | "sequential" | "parallel"},
+///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "simulated_steps"
+///               (forwards simulated; "steps" is accepted as its former name), "memory_budget_gib"}}
 /// "policy" and "description" are optional. Throws InputError naming the file and the JSON
 /// pointer for malformed JSON, unknown or missing fields, wrong types and invalid values.
 Scenario load_scenario(const std::string& path);
@@ -45,7 +46,10 @@ struct ScenarioOptions {
   std::string scenario_file;
   std::optional<std::string> node, model, policy, resident_fraction;
   std::optional<int64_t> height, width, frames, batch;
-  std::optional<int> ulysses, lookahead, steps;
+  std::optional<int> ulysses, lookahead;
+  std::optional<int> steps;            ///< --simulated-steps (PolicyConfig::steps)
+  std::optional<int> denoising_steps;  ///< --steps (Workload::denoising_steps)
+  std::optional<std::string> cfg;      ///< --cfg
   std::optional<double> chunk_mib;
   std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
   std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|auto (Workload::attention)
@@ -53,10 +57,9 @@ struct ScenarioOptions {
   std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };
 
-/// Adds --scenario --node --model --height --width --frames --batch --ulysses --attention --compile
-/// --calibration, and with
-/// `with_policy` also --policy --chunk-mib --resident-fraction --lookahead --memory-budget-gib (and --steps when
-/// `with_steps`), to a CLI11 (sub)command.
+/// Adds --scenario --node --model --height --width --frames --batch --ulysses --steps --cfg --attention
+/// --compile --calibration, and with `with_policy` also --policy --chunk-mib --resident-fraction --lookahead
+/// --memory-budget-gib (and --simulated-steps when `with_steps`), to a CLI11 (sub)command.
 void add_scenario_options(CLI::App& app, ScenarioOptions& options, bool with_policy, bool with_steps);
 
 /// The default scenario (or the --scenario file) with the overrides applied, validated; then the

@@ -41,8 +41,12 @@ struct PlanOp {
 /// Resolved policy parameters of a plan (what the executors and reports need).
 struct PlanInfo {
   std::string policy;          ///< a registered policy name (runtime/policy.hpp)
-  int steps = 0;
+  int steps = 0;               ///< forwards simulated (PolicyConfig::steps, `--simulated-steps`)
   int ranks = 0;               ///< executed ranks
+  // --- The generation (model/workload.hpp; filled by the plan builder) ---
+  int denoising_steps = 0;     ///< `--steps`, resolved (model default when not given)
+  int forwards_per_step = 1;   ///< per GPU group: 2 with sequential CFG, else 1
+  std::string cfg;             ///< resolved CFG: "none", "sequential" or "parallel"
   int lookahead = 0;
   double chunk_bytes = 0;      ///< 0 for no-offload; the block size for layerwise
   double resident_fraction = 1;///< resolved (auto → number)

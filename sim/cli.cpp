@@ -404,6 +404,9 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
                                 ms(plan.info.estimated_step_time_s) + " ms"
                           : "")
                   << "\n";
+      std::cout << "generation: " << plan.info.denoising_steps << " denoising steps x " << plan.info.forwards_per_step
+                << " forward" << (plan.info.forwards_per_step == 1 ? "" : "s") << " per step (cfg " << plan.info.cfg
+                << ") x step time = denoise time " << fixed(denoise_time_s(s.workload, m.step_time_s), 2) << " s\n";
       std::cout << (verdict.fits ? "fits: peak memory " + gib(m.peak_memory_bytes) + " GiB <= usable " +
                                        gib(verdict.usable_bytes) + " GiB per GPU\n"
                                  : "DOES NOT FIT: " + verdict.does_not_fit_reason + "\n");
@@ -422,7 +425,8 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
     cmd->add_option("--lookahead", o->lookahead,
                     "Prefetch lookahead, " + range_text("--lookahead") + " and at most the model's block count")
         ->capture_default_str();
-    cmd->add_option("--steps", o->steps, "Steps planned per configuration, [2, 1000], at most 2·10^6 ops in all")
+    cmd->add_option("--simulated-steps", o->steps,
+                    "Forwards simulated per configuration, [2, 1000], at most 2·10^6 ops in all")
         ->capture_default_str();
     cmd->add_option("--shard", o->shard, "I/N: run configurations k with k mod N == I (array jobs)")->capture_default_str();
     cmd->add_option("--out", o->out_dir, "Output folder (sweep.csv, sweep.json, sweep.png)")->capture_default_str();

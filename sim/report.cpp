@@ -58,7 +58,8 @@ json scenario_json(const Scenario& s) {
   j["workload"] = {{"model", w.model},   {"height", w.height}, {"width", w.width},
                    {"frames", w.frames}, {"batch", w.batch},   {"ulysses_degree", w.ulysses_degree},
                    {"attention", attention_kernel_name(resolve_attention_kernel(w.attention, n))},
-                   {"compile", w.compiled}};
+                   {"compile", w.compiled},
+                   {"denoising_steps", resolved_denoising_steps(w)}, {"cfg", cfg_mode_name(resolved_cfg(w))}};
   return j;
 }
 
@@ -110,6 +111,15 @@ json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResu
 
 namespace {
 
+/// The generation beside the step (issue 9 §3): step_time_s is one forward; denoise_time_s =
+/// denoising steps × forwards per step (per GPU group) × step_time_s (model/workload.hpp).
+void add_generation(json& j, const PlanInfo& i, double step_time_s) {
+  j["denoising_steps"] = i.denoising_steps;
+  j["cfg"] = i.cfg;
+  j["forwards_per_step"] = i.forwards_per_step;
+  j["denoise_time_s"] = double(i.denoising_steps) * double(i.forwards_per_step) * step_time_s;
+}
+
 /// What the policy decided and the bound, shared by `simulate --json` and sweep rows.
 void add_decisions_and_bound(json& j, const PlanInfo& i, const StepSummary& m, const StepBound& b) {
   j["residency"] = i.residency;
@@ -139,7 +149,7 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   j["resident_fraction"] = i.resident_fraction;
   j["resident_fraction_auto"] = i.resident_fraction_auto;
   j["lookahead"] = i.lookahead;
-  j["steps"] = i.steps;
+  j["simulated_steps"] = i.steps;
   j["ranks"] = i.ranks;
   j["slot_count"] = i.slot_count;
   j["slot_bytes"] = i.slot_bytes;
@@ -147,6 +157,7 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   j["offloaded_bytes_per_step"] = i.offloaded_bytes_per_step;
   j["step"] = m.step;
   j["step_time_s"] = m.step_time_s;
+  add_generation(j, i, m.step_time_s);
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["compute_time_s"] = m.compute_time_s;
   j["h2d_time_s"] = m.h2d_time_s;
@@ -183,6 +194,7 @@ json sweep_row_json(const SweepRow& r) {
           {"events", r.events},
           {"fits", r.verdict.fits}};
   if (!r.verdict.fits) j["does_not_fit_reason"] = r.verdict.does_not_fit_reason;
+  add_generation(j, r.plan, m.step_time_s);
   add_decisions_and_bound(j, r.plan, m, r.bound);
   return j;
 }

@@ -110,7 +110,8 @@ SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk
   if (g.resident_fractions.empty()) throw InputError("", "--resident-fractions", "expected a comma-separated list");
   if (lookahead < 1) throw InputError("", "--lookahead", "expected an integer ≥ 1, got " + std::to_string(lookahead));
   if (steps < 2)
-    throw InputError("", "--steps", "expected an integer ≥ 2 (the last step is the steady state), got " + std::to_string(steps));
+    throw InputError("", "--simulated-steps",
+                     "expected an integer ≥ 2 (the last step is the steady state), got " + std::to_string(steps));
   g.lookahead = lookahead;
   g.steps = steps;
   return g;
@@ -178,7 +179,8 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
   out << "config_index,scenario,model,node,height,width,frames,batch,ulysses_degree,policy,chunk_mib,"
          "resident_fraction,resident_fraction_auto,lookahead,step_time_s,peak_memory_bytes,compute_time_s,"
          "h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events,fits,does_not_fit_reason,"
-         "bound_step_time_s,vs_bound,residency,memory_budget_bytes,share_cap_bytes_per_s\n";
+         "bound_step_time_s,vs_bound,residency,memory_budget_bytes,share_cap_bytes_per_s,denoising_steps,cfg,"
+         "forwards_per_step,denoise_time_s\n";
   const Workload& w = scenario.workload;
   for (const auto& r : rows) {
     const StepSummary& m = r.summary;
@@ -190,7 +192,9 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
         << m.collective_time_s << ',' << m.h2d_bytes << ',' << r.plan.offloaded_bytes_per_step << ',' << r.ops << ','
         << r.events << ',' << (r.verdict.fits ? 1 : 0) << ',' << r.verdict.does_not_fit_reason << ','
         << r.bound.bound_step_time_s << ',' << m.step_time_s / r.bound.bound_step_time_s << ',' << r.plan.residency << ','
-        << r.plan.memory_budget_bytes << ',' << r.plan.share_cap_bytes_per_s << '\n';
+        << r.plan.memory_budget_bytes << ',' << r.plan.share_cap_bytes_per_s << ',' << r.plan.denoising_steps << ','
+        << r.plan.cfg << ',' << r.plan.forwards_per_step << ','
+        << double(r.plan.denoising_steps) * double(r.plan.forwards_per_step) * m.step_time_s << '\n';
   }
   return out.str();
 }

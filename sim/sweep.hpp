@@ -21,7 +21,7 @@ struct SweepGrid {
   /// nullopt = auto. Layerwise takes only the numeric ones (its "auto" is no resident block).
   std::vector<std::optional<double>> resident_fractions = {std::nullopt, 0.0, 0.25, 0.5, 0.75, 1.0};
   int lookahead = 1;
-  int steps = 2;
+  int steps = 2;  ///< forwards simulated per configuration (`--simulated-steps`)
   std::optional<double> memory_budget_bytes;  ///< per GPU, given to every configuration (none: unbounded)
 };
 
@@ -44,7 +44,7 @@ struct SweepRow {
 /// A grid from the command line's comma-separated lists: policies (no-offload, layerwise,
 /// chunkflow), chunk sizes in MiB (> 0), resident fractions in [0, 1] or "auto"; lookahead ≥ 1,
 /// steps ≥ 2 (the last step is the steady state). Throws InputError naming the option
-/// (--policies, --chunk-mib-list, --resident-fractions, --lookahead, --steps).
+/// (--policies, --chunk-mib-list, --resident-fractions, --lookahead, --simulated-steps).
 SweepGrid parse_sweep_grid(const std::string& policies, const std::string& chunk_mib,
                            const std::string& resident_fractions, int lookahead, int steps);
 

@@ -25,14 +25,20 @@ assert j['params_total'] == 14288491584 and j['regime'] in ('prefetch-bound','co
 "$bin" simulate --frames 17 --json --trace "$work/trace.json" > "$work/sim.json"
 check "simulate --json has the documented keys" $py -c "
 import json; j=json.load(open('$work/sim.json'))
-for k in ['policy','step_time_s','peak_memory_bytes','compute_time_s','h2d_bytes','prefetch_stall_s','collective_time_s']: assert k in j, k
-assert j['step_time_s'] > 0"
+for k in ['policy','step_time_s','peak_memory_bytes','compute_time_s','h2d_bytes','prefetch_stall_s','collective_time_s','forwards_per_step','denoise_time_s']: assert k in j, k
+assert j['step_time_s'] > 0
+assert abs(j['denoise_time_s'] - j['denoising_steps'] * j['forwards_per_step'] * j['step_time_s']) <= 1e-12 * j['denoise_time_s']"
 check "simulate --trace writes a Chrome trace" $py -c "
 import json; t=json.load(open('$work/trace.json')); assert len(t['traceEvents']) > 100 and t['displayTimeUnit'] == 'ms'"
 
 "$bin" sweep --scenario scenarios/flux-1024-u2-2xh100-pcie.json --chunk-mib-list 16,64 --resident-fractions auto,0 \
   --out "$work/sweep" --no-plot > "$work/sweep.txt"
 check "sweep writes CSV and JSON" test -s "$work/sweep/sweep.csv" -a -s "$work/sweep/sweep.json"
+check "sweep rows carry the generation (forwards_per_step, denoise_time_s)" $py -c "
+import csv
+for r in csv.DictReader(open('$work/sweep/sweep.csv')):
+    assert r['cfg'] == 'none' and int(r['forwards_per_step']) == 1 and int(r['denoising_steps']) == 28, r
+    assert abs(float(r['denoise_time_s']) - 28 * float(r['step_time_s'])) <= 1e-12 * float(r['denoise_time_s'])"
 check "sweep prints a units row" grep -q "MiB" "$work/sweep.txt"
 for i in 0 1; do
   "$bin" sweep --scenario scenarios/flux-1024-u2-2xh100-pcie.json --chunk-mib-list 16,64 --resident-fractions auto,0 \

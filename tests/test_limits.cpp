@@ -109,7 +109,7 @@ TEST_CASE("plans over the op limits are refused before anything is built, naming
   PolicyConfig p = test::policy("chunkflow", 0.0, 1.0 / 16);  // the smallest chunk: ~0.86 M ops per step
   REQUIRE(plan_ops_per_step(wl, cost, node, p) <= kMaxOpsPerStep);
   p.steps = 3;  // 2.6 M ops > kMaxPlanOps
-  CHECK_THROWS_WITH(check_plan_limits(wl, cost, node, p), Catch::Contains("/policy/steps") && Catch::Contains("2000000"));
+  CHECK_THROWS_WITH(check_plan_limits(wl, cost, node, p), Catch::Contains("/policy/simulated_steps") && Catch::Contains("2000000"));
   p.steps = 2;
   p.lookahead = int(cost.blocks.size()) + 1;
   CHECK_THROWS_WITH(check_plan_limits(wl, cost, node, p), Catch::Contains("/policy/lookahead") && Catch::Contains("40 blocks"));

@@ -25,7 +25,7 @@ std::string scenario_file(const std::string& text) {
 
 const std::string kGood = R"({"name": "t", "node": "2xh100-pcie",
   "workload": {"model": "wan2.1-t2v-14b", "height": 480, "width": 832, "frames": 81, "batch": 1, "ulysses_degree": 2},
-  "policy": {"name": "chunkflow", "chunk_mib": 64, "resident_fraction": "auto", "lookahead": 1, "steps": 2}})";
+  "policy": {"name": "chunkflow", "chunk_mib": 64, "resident_fraction": "auto", "lookahead": 1, "simulated_steps": 2}})";
 
 /// Replaces the first occurrence of `from` in the good scenario.
 std::string with(const std::string& from, const std::string& to) {
