@@ -138,7 +138,9 @@ MeasuredRun read_run(const json& j, const std::string& path) {
       o.resident_fraction = "auto";
   }
   if (auto l = integer("lookahead")) o.lookahead = int(*l);
-  if (auto st = integer("steps")) o.steps = int(*st);
+  // Forwards simulated: "simulated_steps" (simulate --json since issue 9 §3), "steps" (chunkflow-hw runs).
+  if (auto st = integer("simulated_steps")) o.steps = int(*st);
+  else if (auto st = integer("steps")) o.steps = int(*st);
   r.scenario_name = str("name").value_or(fs::path(path).stem().string());
   r.policy = o.policy.value_or("(scenario)");
   const fs::path trace = fs::path(path).parent_path() / (fs::path(path).stem().string() + ".trace.json");

@@ -5,7 +5,7 @@
 // A measured run is a JSON summary file (found recursively, *.json) holding a "scenario" object
 // and a number "step_time_s": the hardware harness's `chunkflow-hw run --output` summary
 // ({"context", "scenario": {name, file, node, model, batch, height, width, frames,
-// ulysses_degree, policy, chunk_bytes, resident_fraction, lookahead, steps}, "step_time_s", ...}),
+// ulysses_degree, policy, chunk_bytes, resident_fraction, lookahead, steps}, "step_time_s", ...}; simulate --json: "simulated_steps"),
 // or `chunkflow simulate --json` output (scenario with "node" and "workload" objects, the policy
 // fields at the top level). Microbenchmark files ("measurements") and Chrome traces
 // ("traceEvents") are not runs and are skipped. A run's trace, when present, is the file beside
