@@ -35,6 +35,8 @@ std::vector<InputRange> make_ranges() {
       {"/workload/frames", "--frames", 1, 4097, "frames", true, kShapeWhy},
       {"/workload/batch", "--batch", 1, 1024, "samples", true, kShapeWhy},
       {"/workload/ulysses_degree", "--ulysses", 1, 64, "ranks", true, "no catalogued model has more than 64 heads"},
+      {"/workload/ring_degree", "--ring", 1, 64, "ranks", true, "no catalogued node has more than 64 GPUs"},
+      {"/workload/tp_degree", "--tp", 1, 64, "ranks", true, "no catalogued model has more than 64 heads"},
       {"/workload/steps", "--steps", 0, 10000, "steps", true,
        "denoising steps of a generation (0 = the model's default); published pipelines run 1 to 50"},
       // Policy (runtime/policy.hpp)

@@ -15,6 +15,8 @@
 #include "model/workload.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "model/error.hpp"
 #include "model/limits.hpp"
@@ -24,6 +26,10 @@ namespace chunkflow {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Values of the noise prediction per video token: 16 latent channels × a 1×2×2 (Wan, Hunyuan) or
+/// 2×2 (FLUX) patch = 64 for every catalogued model (dit-architectures.md §2).
+constexpr double kLatentValuesPerToken = 64;
 
 std::string join_divisors(int n) {
   std::string out;
@@ -35,7 +41,8 @@ std::string join_divisors(int n) {
 // Local sequence shards of one rank (see the file comment).
 struct Shards {
   int64_t batch = 1;
-  int p = 1;
+  int p = 1;                ///< sequence-parallel degree U·R
+  int u = 1, r = 1, t = 1;  ///< Ulysses, ring, TP degrees
   int64_t video = 0;        ///< S_v
   int64_t text = 0;         ///< T
   int64_t video_local = 0;  ///< ceil(S_v/P)
@@ -43,10 +50,14 @@ struct Shards {
   int64_t joint_local = 0;  ///< rows of joint-scope linears on one rank (per sample)
 };
 
-Shards shards(const DitArchitecture& a, const TokenCounts& t, int p, int64_t batch) {
+Shards shards(const DitArchitecture& a, const TokenCounts& t, const Workload& w) {
   Shards s;
-  s.batch = batch;
+  const int p = sequence_parallel_degree(w);
+  s.batch = w.batch;
   s.p = p;
+  s.u = w.ulysses_degree;
+  s.r = w.ring_degree;
+  s.t = w.tp_degree;
   s.video = t.video;
   s.text = t.text;
   s.video_local = t.video_padded / p;
@@ -65,36 +76,50 @@ int64_t rows(const Shards& s, TokenScope scope) {
   return 0;
 }
 
-// Per-rank attention shape (dit-architectures.md §5, §6):
-//   Wan self:        heads H/P, q = kv = P·S_v_loc (= video_padded)
-//   Wan cross:       heads H (local), q = S_v_loc, kv = T
-//   joint, split:    heads H/P, q = kv = P·(S_v_loc + ceil(T/P))           (= S_v + T if divisible)
-//   joint, replicated (Hunyuan "rear", T_valid = T): heads H/P, q = P·(S_v_loc + T), kv = P·S_v_loc + T
-//                    (§6: 4·B·(S_v + P·T)·(S_v + T)·d/P)
+// Per-rank attention shape (dit-architectures.md §5, §6) under Ulysses U, ring R (P = U·R) and
+// TP T. After the Ulysses all-to-all a rank holds H/(U·T) heads of its ring shard of U·S_loc query
+// tokens; ring attention brings it every K/V block of the ring, so kv covers the whole sequence
+// (P·S_loc). With R = T = 1 these are the Ulysses shapes of §6:
+//   Wan self:        heads H/(U·T), q = U·S_v_loc, kv = P·S_v_loc (= video_padded)
+//   Wan cross:       heads H/T (local), q = S_v_loc, kv = T_text
+//   joint, split:    heads H/(U·T), q = U·(S_v_loc + ceil(T/P)), kv = P·(S_v_loc + ceil(T/P))
+//   joint, replicated (Hunyuan "rear", T_valid = T): heads H/(U·T), q = U·(S_v_loc + T),
+//                    kv = P·S_v_loc + T (§6 at R = 1: 4·B·(S_v + P·T)·(S_v + T)·d/P)
+// FLOPs per rank are then the unsharded attention's / (U·R·T) (ring: xDiT's ring attention,
+// Liu et al. 2023 "Ring Attention" §3, each rank's queries against every K/V block).
 AttentionShape attention_shape(const DitArchitecture& a, const Shards& s, AttentionKind kind) {
   AttentionShape at;
   at.batch = s.batch;
   at.head_dim = a.head_dim;
-  at.heads = a.heads / s.p;
+  at.heads = a.heads / (s.u * s.t);
   switch (kind) {
     case AttentionKind::self_video:
-      at.q_tokens = at.kv_tokens = s.p * s.video_local;
+      at.q_tokens = s.u * s.video_local;
+      at.kv_tokens = s.p * s.video_local;
       break;
     case AttentionKind::cross_text:
-      at.heads = a.heads;
+      at.heads = a.heads / s.t;
       at.q_tokens = s.video_local;
       at.kv_tokens = s.text;
       break;
     case AttentionKind::joint:
       if (a.text_mode == UlyssesTextMode::replicated) {
-        at.q_tokens = s.p * (s.video_local + s.text);
+        at.q_tokens = s.u * (s.video_local + s.text);
         at.kv_tokens = s.p * s.video_local + s.text;
       } else {
-        at.q_tokens = at.kv_tokens = s.p * s.joint_local;
+        at.q_tokens = s.u * s.joint_local;
+        at.kv_tokens = s.p * s.joint_local;
       }
       break;
   }
   return at;
+}
+
+// The ring attention's K/V block of one rank, in bytes: K and V of its local heads for 1/R of the
+// attended sequence, 2·B·(H/(U·T))·(kv/R)·head_dim·dtype (xDiT ring: one send/recv per ring step).
+double ring_kv_block_bytes(const AttentionShape& at, int ring, double dtype_bytes) {
+  return 2.0 * dtype_bytes * double(at.batch) * double(at.heads) * double(at.head_dim) * double(at.kv_tokens) /
+         double(ring);
 }
 
 // Local sequence length S_loc of one all-to-all buffer (§6): Wan S_v_loc; FLUX (split) the joint
@@ -145,18 +170,50 @@ const char* tensor_name(AllToAllTensor t) {
 // and the other video-scope ops run on S_v_loc rows; joint-scope ops on the joint shard.
 double elementwise_rows(const Shards& s, TokenScope scope) { return double(rows(s, scope)); }
 
+// Parameters of one linear on one rank under TP degree t: column-split weights and bias / t;
+// row-split weights / t, bias whole (added once after the all-reduce); replicated whole.
+double linear_params_per_rank(const LinearSpec& l, int t) {
+  if (t == 1) return double(l.params());
+  const double weights = double(l.in_features) * double(l.out_features), bias = l.bias ? double(l.out_features) : 0.0;
+  switch (tp_split(l)) {
+    case TpSplit::column: return (weights + bias) / t;
+    case TpSplit::row: return weights / t + bias;
+    case TpSplit::replicated: break;
+  }
+  return weights + bias;
+}
+
 BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards& s, int dtype_bytes,
                      const Workload& w) {
   BlockCost b;
   const double dt = double(dtype_bytes);
-  // Flat weight layout: linears in `linears` order, each weight then bias, other params last.
+  // Flat weight layout: linears in `linears` order, each weight then bias, other params last
+  // (per rank: TP shards of the split linears).
   std::vector<double> offsets(k.linears.size(), 0.0);
   double offset = 0;
   for (size_t i = 0; i < k.linears.size(); ++i) {
     offsets[i] = offset;
-    offset += double(k.linears[i].params()) * dt;
+    offset += linear_params_per_rank(k.linears[i], s.t) * dt;
   }
-  b.weight_bytes = double(k.params()) * dt;
+  b.weight_bytes = s.t == 1 ? double(k.params()) * dt : offset + double(k.other_params) * dt;
+  const int gpus = gpus_used(w);
+  if (w.fsdp) {
+    // FSDP: each rank holds 1/N of the block (a flat shard); the all-gather before the block
+    // brings the other N−1 shards, freed after the block (PyTorch FSDP FULL_SHARD, reshard after
+    // forward).
+    b.weights_gathered = true;
+    StageCost g;
+    g.stage.kind = BlockStage::Kind::all_to_all;
+    g.name = "all_gather.weights";
+    g.collective = CollectiveKind::all_gather;
+    g.collective_ranks = gpus;
+    g.waits_for_compute = false;
+    g.all_to_all_buffer_bytes = b.weight_bytes / gpus;
+    g.gather_alloc_bytes = b.weight_bytes - g.all_to_all_buffer_bytes;
+    g.dtype_bytes = dtype_bytes;
+    b.stages.push_back(std::move(g));
+    b.weight_bytes /= gpus;  // what the rank holds (and an offload policy moves): its shard
+  }
 
   for (size_t i = 0; i < k.program.size(); ++i) {
     const BlockStage& st = k.program[i];
@@ -166,9 +223,11 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
       case BlockStage::Kind::linear: {
         const LinearSpec& l = k.linears[size_t(st.linear_index)];
         c.name = l.name;
-        c.gemm = GemmShape{rows(s, l.scope), l.in_features, l.out_features};
+        const TpSplit split = s.t > 1 ? tp_split(l) : TpSplit::replicated;
+        c.gemm = GemmShape{rows(s, l.scope), split == TpSplit::row ? l.in_features / s.t : l.in_features,
+                           split == TpSplit::column ? l.out_features / s.t : l.out_features};
         c.flop = c.gemm.flop();
-        c.weight_bytes = double(l.params()) * dt;
+        c.weight_bytes = linear_params_per_rank(l, s.t) * dt;
         c.weight_offset_bytes = offsets[size_t(st.linear_index)];
         b.linear_flop += c.flop;
         break;
@@ -176,15 +235,28 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
       case BlockStage::Kind::attention:
         c.name = attention_name(st.attention);
         c.attention = attention_shape(a, s, st.attention);
+        if (s.r > 1 && st.attention != AttentionKind::cross_text) {
+          // Ring attention: the K/V blocks circulate while the attention runs (gates_compute 2).
+          StageCost ring;
+          ring.stage.kind = BlockStage::Kind::all_to_all;
+          ring.name = "ring.kv";
+          ring.collective = CollectiveKind::ring_kv;
+          ring.collective_ranks = s.r;
+          ring.gates_compute = 2;
+          ring.all_to_all_buffer_bytes = ring_kv_block_bytes(c.attention, s.r, dt);
+          ring.dtype_bytes = dtype_bytes;
+          b.stages.push_back(std::move(ring));
+        }
         c.flop = c.attention.flop();
         c.attention_kernel = w.attention;
         b.attention_flop += c.flop;
         break;
       case BlockStage::Kind::all_to_all: {
-        if (s.p == 1) continue;  // no communication without sequence parallelism
+        if (s.u == 1) continue;  // no all-to-all without Ulysses
         c.name = tensor_name(st.tensor);
+        c.collective_ranks = s.u;
         const int64_t local = all_to_all_local_tokens(a, s, attention_of(k, i), st.tensor);
-        c.all_to_all_buffer_bytes = dt * double(s.batch) * double(local) * double(a.hidden);
+        c.all_to_all_buffer_bytes = dt * double(s.batch) * double(local) * double(a.hidden / s.t);
         b.all_to_all_bytes += c.all_to_all_buffer_bytes;
         break;
       }
@@ -192,7 +264,7 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
     c.dtype_bytes = dtype_bytes;
     // The block's elementwise ops attached to this stage (ArchitectureElementwiseOp).
     for (const ElementwiseOp& op : k.elementwise) {
-      if (op.ulysses_only && s.p == 1) continue;
+      if (op.ulysses_only && s.u == 1) continue;
       const bool here = st.kind == BlockStage::Kind::linear
                             ? op.attach_linear == st.linear_index
                             : (st.kind == BlockStage::Kind::attention && op.attach_linear < 0 &&
@@ -202,7 +274,20 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
       c.elementwise_bytes += elements * (w.compiled ? op.fused_bytes_per_element : op.eager_bytes_per_element);
       c.elementwise_kernels += w.compiled ? op.fused_kernels : op.eager_kernels;
     }
+    const bool all_reduce = st.kind == BlockStage::Kind::linear && s.t > 1 &&
+                            tp_split(k.linears[size_t(st.linear_index)]) == TpSplit::row;
+    const double reduced_bytes = all_reduce ? dt * double(c.gemm.m) * double(c.gemm.n) : 0.0;
     b.stages.push_back(std::move(c));
+    if (all_reduce) {  // Megatron: the row-split linear's partial sums are all-reduced in the TP group
+      StageCost r;
+      r.stage.kind = BlockStage::Kind::all_to_all;
+      r.name = "all_reduce." + b.stages.back().name;
+      r.collective = CollectiveKind::all_reduce;
+      r.collective_ranks = s.t;
+      r.all_to_all_buffer_bytes = reduced_bytes;
+      r.dtype_bytes = dtype_bytes;
+      b.stages.push_back(std::move(r));
+    }
   }
   return b;
 }
@@ -276,7 +361,9 @@ void validate(const Workload& w, const std::string& file, const std::string& pre
   // keep naming the rule a value breaks.
   for (auto [name, value] : {std::pair{"/height", double(w.height)}, std::pair{"/width", double(w.width)},
                              std::pair{"/frames", double(w.frames)}, std::pair{"/batch", double(w.batch)},
-                             std::pair{"/ulysses_degree", double(w.ulysses_degree)}})
+                             std::pair{"/ulysses_degree", double(w.ulysses_degree)},
+                             std::pair{"/ring_degree", double(w.ring_degree)},
+                             std::pair{"/tp_degree", double(w.tp_degree)}})
     check_range(value, std::string("/workload") + name, file, prefix + name);
   if (w.text_tokens < 0 || w.text_tokens > 1'000'000)
     throw InputError(file, prefix + "/text_tokens",
@@ -286,12 +373,112 @@ void validate(const Workload& w, const std::string& file, const std::string& pre
     throw InputError(file, prefix + "/steps",
                      "expected 0 (the model's default) or a number of denoising steps in [1, 10000], got " +
                          std::to_string(w.denoising_steps));
-  if (w.cfg == CfgMode::parallel)
-    throw InputError(file, prefix + "/cfg",
-                     "parallel CFG (two GPU groups) is not simulated yet; expected none, sequential or auto");
+  if (w.ring_degree < 1)
+    throw InputError(file, prefix + "/ring_degree",
+                     "expected a ring attention degree ≥ 1, got " + std::to_string(w.ring_degree));
+  if (w.tp_degree < 1)
+    throw InputError(file, prefix + "/tp_degree",
+                     "expected a tensor-parallel degree ≥ 1, got " + std::to_string(w.tp_degree));
+  if (w.tp_degree > 1) {
+    const int64_t ut = int64_t(w.ulysses_degree) * w.tp_degree;
+    if (a.heads % ut != 0 || a.hidden % w.tp_degree != 0 || a.ffn % w.tp_degree != 0)
+      throw InputError(file, prefix + "/tp_degree",
+                       "expected ulysses × tp to divide the " + std::to_string(a.heads) + " heads of " + a.id +
+                           " and tp to divide its hidden size " + std::to_string(a.hidden) + " and MLP width " +
+                           std::to_string(a.ffn) + ", got ulysses " + std::to_string(w.ulysses_degree) + " × tp " +
+                           std::to_string(w.tp_degree));
+    if (w.fsdp)
+      throw InputError(file, prefix + "/fsdp",
+                       "FSDP with tensor parallelism is not simulated (Wan's and xDiT's scripts use one or the "
+                       "other); use --fsdp or --tp");
+  }
   if (w.dtype_bytes < 1)
     throw InputError(file, prefix + "/dtype_bytes",
                      "expected a positive number of bytes per element, got " + std::to_string(w.dtype_bytes));
+}
+
+const char* collective_kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::ring_kv: return "ring_kv";
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::cfg_gather: return "cfg_gather";
+  }
+  return "all_to_all";
+}
+
+int sequence_parallel_degree(const Workload& w) { return w.ulysses_degree * w.ring_degree; }
+
+int gpus_used(const Workload& w) {
+  return w.ulysses_degree * w.ring_degree * w.tp_degree * (resolved_cfg(w) == CfgMode::parallel ? 2 : 1);
+}
+
+bool uses_layouts_beyond_ulysses(const Workload& w) {
+  return w.ring_degree > 1 || w.tp_degree > 1 || w.fsdp || resolved_cfg(w) == CfgMode::parallel;
+}
+
+RankCoordinates rank_coordinates(const Workload& w, int rank) {
+  if (rank < 0 || rank >= gpus_used(w))
+    throw std::out_of_range("rank_coordinates: rank " + std::to_string(rank) + " outside [0, " +
+                            std::to_string(gpus_used(w)) + ")");
+  RankCoordinates c;
+  c.tp = rank % w.tp_degree;
+  rank /= w.tp_degree;
+  c.ulysses = rank % w.ulysses_degree;
+  rank /= w.ulysses_degree;
+  c.ring = rank % w.ring_degree;
+  c.cfg = rank / w.ring_degree;
+  return c;
+}
+
+int rank_of(const Workload& w, const RankCoordinates& c) {
+  return ((c.cfg * w.ring_degree + c.ring) * w.ulysses_degree + c.ulysses) * w.tp_degree + c.tp;
+}
+
+TpSplit tp_split(const LinearSpec& l) {
+  if (l.scope == TokenScope::sample) return TpSplit::replicated;
+  const std::string& n = l.name;
+  for (const char* suffix : {".o", "proj", "mlp.2", "ffn.2", "fc2", "linear2"}) {
+    const std::size_t len = std::char_traits<char>::length(suffix);
+    if (n.size() >= len && n.compare(n.size() - len, len, suffix) == 0) return TpSplit::row;
+  }
+  return TpSplit::column;
+}
+
+int executed_ranks(const Workload& w, const NodeSpec& node) {
+  if (!uses_layouts_beyond_ulysses(w)) return node.executed_ranks(w.ulysses_degree);
+  const std::string field = w.ring_degree > 1   ? "/workload/ring_degree"
+                            : w.tp_degree > 1   ? "/workload/tp_degree"
+                            : w.fsdp            ? "/workload/fsdp"
+                                                : "/workload/cfg";
+  if (node.collective == CollectiveBackend::pcie_proxy)
+    throw InputError("", field,
+                     "node " + node.id + " stands one GPU in for a Ulysses group (pcie-proxy); ring, TP, FSDP and "
+                     "parallel CFG need a node with every GPU they use");
+  const int used = gpus_used(w);
+  if (used > node.gpu_count)
+    throw InputError("", field,
+                     "expected ulysses × ring × tp × (2 with parallel CFG) ≤ the " + std::to_string(node.gpu_count) +
+                         " GPUs of node " + node.id + ", got " + std::to_string(w.ulysses_degree) + " × " +
+                         std::to_string(w.ring_degree) + " × " + std::to_string(w.tp_degree) + " × " +
+                         (resolved_cfg(w) == CfgMode::parallel ? "2" : "1") + " = " + std::to_string(used));
+  return used;
+}
+
+double link_model_buffer_bytes(const StageCost& st, int P) {
+  if (st.collective == CollectiveKind::all_to_all) return st.all_to_all_buffer_bytes;
+  // Ring-shaped: one flow out and one in per rank of `per_flow` bytes (sim/flows.hpp); the
+  // all-to-all at degree P moves (P−1)/P of its buffer across a rank's link each way.
+  const double n = double(st.collective_ranks);
+  double per_flow = st.all_to_all_buffer_bytes;
+  switch (st.collective) {
+    case CollectiveKind::ring_kv: per_flow *= n - 1; break;
+    case CollectiveKind::all_reduce: per_flow *= 2 * (n - 1) / n; break;
+    case CollectiveKind::all_gather: per_flow *= n - 1; break;
+    case CollectiveKind::cfg_gather: case CollectiveKind::all_to_all: break;
+  }
+  return per_flow * double(P) / double(P - 1);
 }
 
 CfgMode cfg_mode_from(const std::string& name, const std::string& file, const std::string& field) {
@@ -364,7 +551,7 @@ TokenCounts tokens(const Workload& w) {
   int64_t spatial_tokens = 0, video = 0, padded = 0;
   if (__builtin_mul_overflow(w.height / spatial, w.width / spatial, &spatial_tokens) ||
       __builtin_mul_overflow(latent_frames / a.patch_temporal, spatial_tokens, &video) ||
-      __builtin_mul_overflow(ceil_div(video, w.ulysses_degree), int64_t(w.ulysses_degree), &padded) ||
+      __builtin_mul_overflow(ceil_div(video, sequence_parallel_degree(w)), int64_t(sequence_parallel_degree(w)), &padded) ||
       __builtin_mul_overflow(padded + (w.text_tokens > 0 ? w.text_tokens : a.text_tokens), w.batch, &spatial_tokens))
     throw InputError("", "/workload", "the token count of this shape overflows 64-bit integers");
   TokenCounts t;
@@ -377,7 +564,7 @@ TokenCounts tokens(const Workload& w) {
 ForwardCost forward_cost(const Workload& w) {
   const TokenCounts t = tokens(w);  // validates
   const DitArchitecture& a = architecture(w.model);
-  const Shards s = shards(a, t, w.ulysses_degree, w.batch);
+  const Shards s = shards(a, t, w);
   const double dt = double(w.dtype_bytes);
 
   ForwardCost f;
@@ -399,8 +586,25 @@ ForwardCost forward_cost(const Workload& w) {
     f.flop += b.flop();
     f.blocks.push_back(std::move(b));
   }
+  if (resolved_cfg(w) == CfgMode::parallel) {
+    // One exchange of the noise predictions per step, after the last block: each rank sends its
+    // B·S_v_loc·64 values (16 latent channels × the 1×2×2 or 2×2 patch of every catalogued model)
+    // to its counterpart in the other CFG group (xDiT's CFG parallel all-gather of the two halves).
+    StageCost g;
+    g.stage.kind = BlockStage::Kind::all_to_all;
+    g.name = "cfg_gather";
+    g.collective = CollectiveKind::cfg_gather;
+    g.collective_ranks = 2;
+    g.all_to_all_buffer_bytes = dt * double(w.batch) * double(s.video_local) * kLatentValuesPerToken;
+    g.dtype_bytes = w.dtype_bytes;
+    f.blocks.back().stages.push_back(std::move(g));
+  }
   f.non_block_weight_bytes = double(a.non_block_params) * dt;
   f.weight_bytes = double(a.params_total()) * dt;
+  if (w.tp_degree > 1 || w.fsdp) {  // per rank: TP shards and FSDP shards of the blocks
+    f.weight_bytes = f.non_block_weight_bytes;
+    for (const BlockCost& b : f.blocks) f.weight_bytes += b.weight_bytes;
+  }
   return f;
 }
 

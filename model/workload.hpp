@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/architecture.hpp"
+#include "model/node.hpp"
 
 namespace chunkflow {
 
@@ -33,13 +34,31 @@ enum class CfgMode { automatic, none, sequential, parallel };
 CfgMode cfg_mode_from(const std::string& name, const std::string& file = "", const std::string& field = "--cfg");
 const char* cfg_mode_name(CfgMode c);
 
+/// Which collective a collective stage runs (issue 9 §3), each a set of flows in NCCL's algorithm
+/// shape on the topology's routes (sim/flows.hpp, with the formulas against nccl-tests' busbw).
+enum class CollectiveKind {
+  all_to_all,  ///< Ulysses: direct peer-to-peer within each group of `ulysses_degree` ranks
+  ring_kv,     ///< ring attention: each rank passes its K/V block to the next rank of its ring R−1
+               ///< times, overlapped with the attention (xDiT's ring): the attention does not wait
+               ///< for it, the stage after the attention does
+  all_reduce,  ///< tensor parallelism: ring all-reduce of a row-split linear's output in its TP group
+  all_gather,  ///< FSDP: ring all-gather of a block's weight shards over every GPU used, before the
+               ///< block (it needs no activation: it starts as soon as the comm lane is free)
+  cfg_gather,  ///< parallel CFG: each rank exchanges its noise prediction with its counterpart in
+               ///< the other GPU group, once per step (after the last block)
+};
+const char* collective_kind_name(CollectiveKind k);  ///< "all_to_all", "ring_kv", ...
+
 struct Workload {
   std::string model = "wan2.1-t2v-14b";  ///< architecture id
   int64_t batch = 1;                      ///< B per forward
   int64_t height = 480;                   ///< pixels
   int64_t width = 832;                    ///< pixels
   int64_t frames = 81;                    ///< 4k+1 for video models, 1 for image models
-  int ulysses_degree = 1;                 ///< P
+  int ulysses_degree = 1;                 ///< U (`--ulysses`; "P" where Ulysses is the only layout)
+  int ring_degree = 1;                    ///< R (`--ring`): ring attention over R sequence shards
+  int tp_degree = 1;                      ///< T (`--tp`): Megatron tensor parallelism
+  bool fsdp = false;                      ///< `--fsdp`: block weights sharded over every GPU used
   int dtype_bytes = 2;                    ///< bf16
   int64_t text_tokens = 0;                ///< T entering the blocks; 0 = the architecture's default
   AttentionKernel attention = AttentionKernel::automatic;  ///< `--attention`
@@ -72,17 +91,48 @@ int forwards_per_step(const Workload& w);
 /// issue 9 §3 definition; VAE, text encoder and scheduler are not included).
 double denoise_time_s(const Workload& w, double step_time_s);
 
+/// GPUs one generation uses: U × R × T × (2 with parallel CFG). Ranks are numbered with TP
+/// innermost, then Ulysses, ring, CFG group (xDiT's and Megatron's order):
+///   rank = ((c·R + r)·U + u)·T + t,   c ∈ {0, 1} the CFG group.
+int gpus_used(const Workload& w);
+/// U × R: the ranks one sequence is split over.
+int sequence_parallel_degree(const Workload& w);
+/// The coordinates of `rank` (see gpus_used); throws std::out_of_range outside [0, gpus_used).
+struct RankCoordinates {
+  int cfg = 0, ring = 0, ulysses = 0, tp = 0;
+};
+RankCoordinates rank_coordinates(const Workload& w, int rank);
+int rank_of(const Workload& w, const RankCoordinates& c);
+/// Whether any layout beyond Ulysses is used (ring, TP, FSDP or parallel CFG).
+bool uses_layouts_beyond_ulysses(const Workload& w);
+
+/// How tensor parallelism splits a linear (Megatron-LM, Shoeybi et al. 2019 §3): `column` splits
+/// the output features (q, k, v, qkv, MLP in; heads split with them), `row` the input features
+/// (attention output projection, MLP out; an all-reduce of its output follows), `replicated` keeps
+/// it whole (per-sample adaLN modulation). By name: ".o", "proj", "mlp.2", "ffn.2", "fc2",
+/// "linear2" are row-split.
+enum class TpSplit { replicated, column, row };
+TpSplit tp_split(const LinearSpec& l);
+
+/// Ranks the simulator executes for `w` on `node`: with Ulysses alone node.executed_ranks(U)
+/// (pcie_proxy stands one GPU in: 1); with ring, TP, FSDP or parallel CFG gpus_used(w), on a
+/// routed node with at least that many GPUs. Throws InputError naming the layout field
+/// ("/workload/ring_degree", "/workload/tp_degree", "/workload/fsdp" or "/workload/cfg").
+int executed_ranks(const Workload& w, const NodeSpec& node);
+
 /// Token counts of one forward (dit-architectures.md §4).
 struct TokenCounts {
   int64_t video = 0;        ///< S_v = ((F−1)/4+1)·(H/16)·(W/16) (video) or (H/16)(W/16) (image)
   int64_t text = 0;         ///< T
-  int64_t video_padded = 0; ///< S_v rounded up to a multiple of P (Wan seq_len padding)
+  int64_t video_padded = 0; ///< S_v rounded up to a multiple of U·R (Wan seq_len padding)
 };
 
-/// Validates a workload against its architecture. Throws InputError naming `file` and the field
+/// Validates a workload against its architecture (layouts: Ulysses, ring, TP, FSDP, CFG). Throws InputError naming `file` and the field
 /// (JSON pointer under `prefix`, e.g. "/workload/frames") for: unknown model, batch/height/width
 /// ≤ 0, height or width not a multiple of 16, frames not 4k+1 (video) or ≠ 1 (image), Ulysses
-/// degree < 1 or not dividing the heads, denoising steps outside [0, 10000] (field "/steps").
+/// degree < 1 or not dividing the heads, denoising steps outside [0, 10000] (field "/steps"),
+/// ring or TP degree < 1 ("/ring_degree", "/tp_degree"), U·T not dividing the heads or T not
+/// dividing the hidden size and the MLP width ("/tp_degree"), FSDP with TP ("/fsdp").
 void validate(const Workload& w, const std::string& file = "", const std::string& prefix = "/workload");
 
 TokenCounts tokens(const Workload& w);
@@ -117,7 +167,22 @@ struct StageCost {
   double flop = 0;             ///< per rank
   double weight_bytes = 0;     ///< bytes of this linear's weights+bias (linear stages)
   double weight_offset_bytes = 0; ///< offset of those weights in the block's flat weight layout
-  double all_to_all_buffer_bytes = 0; ///< per-rank buffer 2·B·S_loc·d (all_to_all stages)
+  /// Per-rank buffer of a collective stage, in bytes (nccl-tests' per-rank size): all_to_all the
+  /// send buffer B·S_loc·d/T·dtype; ring_kv one K/V block; all_reduce the reduced tensor; all_gather
+  /// the rank's weight shard; cfg_gather the rank's noise prediction.
+  double all_to_all_buffer_bytes = 0;
+  /// Collective stages (stage.kind == all_to_all, the kind every collective stage has): which one.
+  CollectiveKind collective = CollectiveKind::all_to_all;
+  int collective_ranks = 1;    ///< ranks of one group of this collective (U, R, T, all, or 2)
+  /// false: the collective needs no compute before it (FSDP's all-gather); true: it waits for the
+  /// compute stage before it.
+  bool waits_for_compute = true;
+  /// The collective gates the n-th compute stage after it: 1 the next (it blocks), 2 for ring_kv
+  /// (the attention overlaps it, the stage after the attention waits).
+  int gates_compute = 1;
+  /// all_gather: bytes allocated when it starts (the other ranks' shards), freed by the block's
+  /// last compute stage.
+  double gather_alloc_bytes = 0;
   /// HBM bytes of the memory-bound (non-GEMM) ops priced inside this stage (norms, modulation,
   /// RoPE, activations, residuals; DitArchitecture ElementwiseOp), eager or fused per the workload.
   double elementwise_bytes = 0;
@@ -136,6 +201,10 @@ struct BlockCost {
   double linear_flop = 0;      ///< per rank
   double attention_flop = 0;   ///< per rank
   double all_to_all_bytes = 0; ///< Σ per-rank buffers of the block's all-to-alls
+  /// FSDP: the block's weights are a shard (weight_bytes = whole block / GPUs used) that the
+  /// all_gather stage reads; its linears read the gathered copy, no byte of the shard (runtime/
+  /// step_plan.hpp stage_weight_range).
+  bool weights_gathered = false;
   double flop() const { return linear_flop + attention_flop; }
 };
 
@@ -149,6 +218,12 @@ struct ForwardCost {
   double activation_bytes = 0;       ///< per-rank activation/workspace estimate (see .cpp)
   double attention_workspace_bytes = 0; ///< the attention q, k, v, o part of activation_bytes
 };
+
+/// For planners that price every collective with the all-to-all link model (model/link_model.hpp,
+/// one Ulysses degree P ≥ 2 per plan): the all-to-all buffer that moves as many bytes across a
+/// rank's link each way as collective stage `st` does. all_to_all: its own buffer; ring-shaped
+/// collectives (one flow out, one in per rank, b bytes each, sim/flows.hpp): b·P/(P−1).
+double link_model_buffer_bytes(const StageCost& st, int P);
 
 /// Builds the per-rank cost of a forward. Throws as validate().
 ForwardCost forward_cost(const Workload& w);

@@ -62,7 +62,7 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
   const ForwardCost& cost = plan.cost;
   const ProgramLayout layout(cost);
   const int n = layout.positions_per_step();
-  const int ranks = node.executed_ranks(w.ulysses_degree);
+  const int ranks = executed_ranks(w, node);
   const auto& pieces = schedule.pieces;
   const std::size_t np = pieces.size();
 
@@ -122,7 +122,27 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
     std::vector<int> piece_op(np, -1);
     std::vector<double> free_at(std::size_t(steps) * n, 0.0);  // bytes freed by each program op
     for (std::size_t j = 0; j < np; ++j) free_at[last_reader[j]] += pieces[j].bytes;
+    // FSDP: the gathered shards of a block are freed by its last compute stage.
+    {
+      std::vector<int> last_compute_of_block(cost.blocks.size(), -1);
+      for (int p = 0; p < n; ++p)
+        if (!layout.at(p).collective) last_compute_of_block[layout.at(p).block] = p;
+      for (int s = 0; s < steps; ++s)
+        for (int p = 0; p < n; ++p) {
+          const ProgramLayout::Position& pos = layout.at(p);
+          const double gathered = cost.blocks[pos.block].stages[pos.stage].gather_alloc_bytes;
+          if (pos.collective && gathered > 0)
+            free_at[std::size_t(s) * n + last_compute_of_block[pos.block]] += gathered;
+        }
+      }
     int last_compute = -1, last_h2d = -1, last_comm = -1, pending_collective = -1;
+    // Collectives that gate a later compute op than the next (ring_kv: the attention overlaps it):
+    // (op id, compute ops still to issue before the gated one).
+    std::vector<std::pair<int, int>> deferred_collectives;
+    // Last compute op of the previous block and of the one before it (FSDP keeps at most two
+    // blocks gathered: the all-gather of block b waits for block b−2's last compute, as PyTorch
+    // FSDP's limit_all_gathers does).
+    int current_block = -1, last_compute_block_minus_1 = -1, last_compute_block_minus_2 = -1;
     std::size_t next_piece = 0;
     int collective_index = 0;
 
@@ -160,6 +180,11 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
         const int g = s * n + p;
         const ProgramLayout::Position& pos = layout.at(p);
         const StageCost& stage = cost.blocks[pos.block].stages[pos.stage];
+        if (pos.block != current_block) {
+          current_block = pos.block;
+          last_compute_block_minus_2 = last_compute_block_minus_1;
+          last_compute_block_minus_1 = last_compute;
+        }
         PlanOp op;
         op.rank = rank;
         op.step = s;
@@ -170,11 +195,27 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
           op.kind = OpKind::collective;
           op.lane = Lane::comm;
           op.bytes = stage.all_to_all_buffer_bytes;
+          op.alloc_bytes = stage.gather_alloc_bytes;  // FSDP: the other ranks' shards
+          op.free_bytes = free_at[g];                 // FSDP: the copies of the shard it gathered
           if (rank == 0) group_of_collective.push_back(next_group++);
           op.collective_group = group_of_collective.at(collective_index++);
           if (last_comm >= 0) op.deps.push_back(last_comm);
-          if (last_compute >= 0) op.data_deps.push_back(last_compute);
-          last_comm = pending_collective = program_op[g] = plan.add(std::move(op));
+          if (last_compute >= 0 && stage.waits_for_compute) op.data_deps.push_back(last_compute);
+          if (!stage.waits_for_compute && last_compute_block_minus_2 >= 0)
+            op.data_deps.push_back(last_compute_block_minus_2);
+          if (pos.hi_bytes > pos.lo_bytes)  // FSDP's all-gather reads the shard's copies
+            for (std::size_t j : pieces_of[std::size_t(s) * cost.blocks.size() + pos.block]) {
+              const CopyPiece& c = pieces[j];
+              if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;
+              if (piece_op[j] < 0)
+                throw std::logic_error("build_plan: " + op.name + " reads a copy not yet issued (slot pool too small)");
+              op.data_deps.push_back(piece_op[j]);
+            }
+          std::sort(op.data_deps.begin(), op.data_deps.end());
+          op.data_deps.erase(std::unique(op.data_deps.begin(), op.data_deps.end()), op.data_deps.end());
+          last_comm = program_op[g] = plan.add(std::move(op));
+          if (stage.gates_compute <= 1) pending_collective = last_comm;
+          else deferred_collectives.push_back({last_comm, stage.gates_compute - 1});
         } else {
           op.kind = OpKind::compute;
           op.lane = Lane::compute;
@@ -182,6 +223,14 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
           op.free_bytes = free_at[g];
           if (last_compute >= 0) op.deps.push_back(last_compute);
           if (pending_collective >= 0) op.data_deps.push_back(pending_collective);
+          for (auto it = deferred_collectives.begin(); it != deferred_collectives.end();) {
+            if (it->second-- == 0) {
+              op.data_deps.push_back(it->first);
+              it = deferred_collectives.erase(it);
+            } else {
+              ++it;
+            }
+          }
           for (std::size_t j : pieces_of[std::size_t(s) * cost.blocks.size() + pos.block]) {
             const CopyPiece& c = pieces[j];
             if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;

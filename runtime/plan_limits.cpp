@@ -11,7 +11,7 @@
 namespace chunkflow {
 
 double plan_ops_per_step(const Workload& w, const ForwardCost& cost, const NodeSpec& node, const PolicyConfig& config) {
-  const int ranks = node.executed_ranks(w.ulysses_degree);
+  const int ranks = executed_ranks(w, node);
   double stages = 0, chunks = 0;
   for (const BlockCost& b : cost.blocks) stages += double(b.stages.size());
   if (is_baseline_policy(config.policy)) {

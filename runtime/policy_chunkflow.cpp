@@ -83,9 +83,9 @@ class Planner {
       const auto& pos = layout_.at(p);
       const StageCost& st = cost_.blocks[pos.block].stages[pos.stage];
       if (pos.collective) {
-        duration_s_[p] = share_with_collective(node_, 0, w_.ulysses_degree, st.all_to_all_buffer_bytes, 0.0).collective_time_s;
-        if (std::find(buffers_.begin(), buffers_.end(), st.all_to_all_buffer_bytes) == buffers_.end())
-          buffers_.push_back(st.all_to_all_buffer_bytes);
+        const double S = link_model_buffer_bytes(st, link_model_P());  // issue 9: every collective kind
+        duration_s_[p] = share_with_collective(node_, 0, link_model_P(), S, 0.0).collective_time_s;
+        if (std::find(buffers_.begin(), buffers_.end(), S) == buffers_.end()) buffers_.push_back(S);
       } else {
         duration_s_[p] = stage_compute_time_s(st, node_);
       }
@@ -99,10 +99,14 @@ class Planner {
 
   double critical_path_s() const { return critical_path_s_; }
 
+  /// The Ulysses degree the link model prices collectives at (≥ 2; TP/ring/FSDP/CFG collectives
+  /// are priced as the all-to-all that moves as many bytes, model/workload.hpp).
+  int link_model_P() const { return std::max(w_.ulysses_degree, 2); }
+
   /// The all-to-all buffer of the collective at global position g.
   double buffer_of(int g) const {
     const auto& pos = layout_.at(g % n_);
-    return cost_.blocks[pos.block].stages[pos.stage].all_to_all_buffer_bytes;
+    return link_model_buffer_bytes(cost_.blocks[pos.block].stages[pos.stage], link_model_P());
   }
 
   /// Residency of fraction R in one of the two placements.
@@ -201,7 +205,7 @@ class Planner {
                const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s) const {
     Estimate e;
     const int G = steps_ * n_;
-    const int P = w_.ulysses_degree;
+    const int P = link_model_P();
     const double lat = node_.h2d_latency_s;
     const double C = config_.chunk_bytes;
     const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
@@ -416,6 +420,16 @@ class Planner {
       const int g = g_next;
       const auto& pos = layout_.at(g % n_);
       const int s = g / n_;
+      if (pos.collective && pos.hi_bytes > pos.lo_bytes) {
+        // FSDP (issue 9): the all-gather reads every copy of its block's shard; it waits for them,
+        // and a schedule whose slots cannot hold them all before it is infeasible.
+        for (std::size_t q = 0; q < chunks.size(); ++q) {
+          const Chunk& ch = chunks[q];
+          if (ch.step != s || ch.block != pos.block) continue;
+          if (q >= j) return e;
+          t_prog = std::max(t_prog, landed_s[q]);
+        }
+      }
       if (pos.collective) {
         // The copy in flight at its start, if any, sets how the link is shared.
         double copy_cap = 0;

@@ -160,9 +160,17 @@ Workload read_workload(const json& j, const std::string& file) {
     if (!v.is_boolean()) throw InputError(file, "/workload/compile", "expected true or false, got " + v.dump());
     w.compiled = v.get<bool>();
   }
+  r.optional_int("ring_degree", w.ring_degree);
+  r.optional_int("tp_degree", w.tp_degree);
+  if (r.has("fsdp")) {
+    const json& v = r.raw("fsdp");
+    if (!v.is_boolean()) throw InputError(file, "/workload/fsdp", "expected true or false, got " + v.dump());
+    w.fsdp = v.get<bool>();
+  }
   r.optional_int("steps", w.denoising_steps);
   if (r.has("cfg")) w.cfg = cfg_mode_from(r.string("cfg"), file, "/workload/cfg");
-  r.reject_unknown("model, height, width, frames, batch, ulysses_degree, attention, compile, steps, cfg");
+  r.reject_unknown("model, height, width, frames, batch, ulysses_degree, ring_degree, tp_degree, fsdp, attention, "
+                   "compile, steps, cfg");
   return w;
 }
 
@@ -238,7 +246,11 @@ Scenario load_scenario(const std::string& path) {
   validate(s.workload, path, "/workload");
   check_attention_kernel(s.workload, s.node, path, "/workload/attention");
   validate(s.policy, path, "/policy");
-  s.node.executed_ranks(s.workload.ulysses_degree);
+  try {
+    executed_ranks(s.workload, s.node);
+  } catch (const InputError& e) {
+    throw InputError(path, e.field(), e.message());
+  }
   return s;
 }
 
@@ -263,6 +275,11 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
                  "Attention kernel the compute model prices: fa2 | fa3 | sdpa | sage | auto (default auto: FA3 on "
                  "Hopper, FA2 elsewhere; model/kernel_model.hpp)");
   app.add_flag("--compile", o.compile, "torch.compile'd stack: elementwise ops fused (fewer HBM bytes and launches)");
+  app.add_option("--ring", o.ring, "Ring attention degree R (K/V passed peer to peer, overlapped), " +
+                                      range_text("--ring") + "; GPUs used = ulysses × ring × tp × (2 with --cfg parallel)");
+  app.add_option("--tp", o.tp, "Tensor-parallel degree T (Megatron column/row split, all-reduce after attention and MLP), " +
+                                  range_text("--tp"));
+  app.add_flag("--fsdp", o.fsdp, "FSDP: block weights sharded over every GPU used, all-gathered before each block");
   app.add_option("--steps", o.denoising_steps,
                  "Denoising steps of the generation (default: the model's; Wan2.1 50, Wan2.2 40, FLUX 28, "
                  "HunyuanVideo 50), " + range_text("--steps"));
@@ -304,6 +321,9 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   if (o.frames) w.frames = *o.frames;
   if (o.batch) w.batch = *o.batch;
   if (o.ulysses) w.ulysses_degree = *o.ulysses;
+  if (o.ring) w.ring_degree = *o.ring;
+  if (o.tp) w.tp_degree = *o.tp;
+  if (o.fsdp) w.fsdp = true;
   if (o.attention) w.attention = attention_kernel_from(*o.attention, "", "--attention");
   if (o.compile) w.compiled = true;
   if (o.denoising_steps) w.denoising_steps = *o.denoising_steps;
@@ -325,6 +345,10 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
       {"/workload/batch", {"--batch", o.batch.has_value()}},
       {"/workload/ulysses_degree", {"--ulysses", o.ulysses.has_value()}},
       {"/workload/steps", {"--steps", o.denoising_steps.has_value()}},
+      {"/workload/ring_degree", {"--ring", o.ring.has_value()}},
+      {"/workload/tp_degree", {"--tp", o.tp.has_value()}},
+      {"/workload/fsdp", {"--fsdp", o.fsdp}},
+      {"/workload/cfg", {"--cfg", o.cfg.has_value()}},
       {"/policy/name", {"--policy", o.policy.has_value()}},
       {"/policy/chunk_mib", {"--chunk-mib", o.chunk_mib.has_value()}},
       {"/policy/resident_fraction", {"--resident-fraction", o.resident_fraction.has_value()}},
@@ -334,6 +358,11 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   try {
     validate(s.workload, s.file, "/workload");
     validate(s.policy, s.file, "/policy");
+    try {
+      executed_ranks(w, s.node);  // the layout's GPUs on this node
+    } catch (const InputError& e) {
+      throw InputError(s.file, e.field(), e.message());
+    }
     // Plan size and policy ranges, named as the user wrote them (runtime/plan_limits.hpp).
     PlanLimitFields fields;
     fields.file = s.file;
@@ -345,9 +374,13 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   }
   // A scenario changed by node or workload overrides is a different scenario: name it after
   // what it now is, so outputs are not labelled with the file's (or the default's) name.
-  if (o.node || o.model || o.height || o.width || o.frames || o.batch || o.ulysses || o.attention || o.compile) {
+  if (o.node || o.model || o.height || o.width || o.frames || o.batch || o.ulysses || o.attention || o.compile ||
+      o.ring || o.tp || o.fsdp || o.cfg) {
     s.name = w.model + "-" + std::to_string(w.height) + "x" + std::to_string(w.width) + "x" + std::to_string(w.frames) +
-             "-b" + std::to_string(w.batch) + "-u" + std::to_string(w.ulysses_degree) + "-" + s.node.id;
+             "-b" + std::to_string(w.batch) + "-u" + std::to_string(w.ulysses_degree) +
+             (w.ring_degree > 1 ? "-r" + std::to_string(w.ring_degree) : "") +
+             (w.tp_degree > 1 ? "-tp" + std::to_string(w.tp_degree) : "") + (w.fsdp ? "-fsdp" : "") +
+             (resolved_cfg(w) == CfgMode::parallel ? "-cfgp" : "") + "-" + s.node.id;
     if (w.attention != AttentionKernel::automatic) s.name += std::string("-") + attention_kernel_name(w.attention);
     if (w.compiled) s.name += "-compiled";
     s.description = "derived from " + (s.file.empty() ? std::string("the embedded default") : s.file) +

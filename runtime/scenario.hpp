@@ -31,7 +31,8 @@ Scenario default_scenario();
 /// Reads a scenario file:
 ///   {"name": str, "description": str,
 ///    "node": "2xh100-pcie" | {"id": "2xh100-pcie", <NodeSpec numeric fields to override>},
-///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree",
+///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree", "ring_degree",
+///                 "tp_degree", "fsdp": bool,
 ///                 "attention": "auto" | "fa2" | "fa3" | "sdpa" | "sage" (default "auto": FA3 on Hopper,
 ///                 FA2 elsewhere), "compile": bool (default false: eager),
 ///                 "steps" (denoising steps; default the model's), "cfg": "none" | "sequential" | "parallel"},
@@ -50,6 +51,8 @@ struct ScenarioOptions {
   std::optional<int> steps;            ///< --simulated-steps (PolicyConfig::steps)
   std::optional<int> denoising_steps;  ///< --steps (Workload::denoising_steps)
   std::optional<std::string> cfg;      ///< --cfg
+  std::optional<int> ring, tp;         ///< --ring, --tp
+  bool fsdp = false;                   ///< --fsdp
   std::optional<double> chunk_mib;
   std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
   std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|auto (Workload::attention)
@@ -57,7 +60,8 @@ struct ScenarioOptions {
   std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };
 
-/// Adds --scenario --node --model --height --width --frames --batch --ulysses --steps --cfg --attention
+/// Adds --scenario --node --model --height --width --frames --batch --ulysses --ring --tp --fsdp --steps --cfg
+/// --attention
 /// --compile --calibration, and with `with_policy` also --policy --chunk-mib --resident-fraction --lookahead
 /// --memory-budget-gib (and --simulated-steps when `with_steps`), to a CLI11 (sub)command.
 void add_scenario_options(CLI::App& app, ScenarioOptions& options, bool with_policy, bool with_steps);

@@ -53,7 +53,10 @@ void StepPlan::depend(int after, int before) {
 
 std::pair<double, double> stage_weight_range(const BlockCost& block, int s) {
   const StageCost& st = block.stages.at(s);
-  if (st.stage.kind != BlockStage::Kind::linear) return {0.0, 0.0};
+  // FSDP: the all-gather reads the whole shard; the linears read the gathered copy.
+  if (st.stage.kind == BlockStage::Kind::all_to_all && st.collective == CollectiveKind::all_gather)
+    return {0.0, block.weight_bytes};
+  if (st.stage.kind != BlockStage::Kind::linear || block.weights_gathered) return {0.0, 0.0};
   double hi = st.weight_offset_bytes + st.weight_bytes;
   bool last = true;
   for (std::size_t t = s + 1; t < block.stages.size(); ++t)
@@ -123,13 +126,12 @@ void validate(const StepPlan& plan) {
   for (const auto& op : plan.ops)
     if (op.kind == OpKind::h2d) chunks[{op.rank, op.step, op.block}].push_back(op.id);
   for (const auto& op : plan.ops) {
-    if (op.kind != OpKind::compute || op.stage < 0) continue;
-    const StageCost& st = plan.stage_of(op);
-    if (st.stage.kind != BlockStage::Kind::linear) continue;
+    if (op.kind == OpKind::h2d || op.stage < 0) continue;
     auto it = chunks.find({op.rank, op.step, op.block});
     if (it == chunks.end()) continue;
     const BlockCost& block = plan.cost.blocks[op.block];
-    const auto [lo, hi] = stage_weight_range(block, op.stage);
+    const auto [lo, hi] = stage_weight_range(block, op.stage);  // {0, 0}: reads no chunk
+    if (!(hi > lo)) continue;
     for (int c : it->second) {
       const PlanOp& ch = plan.ops[c];
       if (ch.src_offset_bytes < hi && ch.src_offset_bytes + ch.bytes > lo &&
@@ -143,11 +145,11 @@ void validate(const StepPlan& plan) {
   for (const auto& op : plan.ops) balance[op.rank] += op.alloc_bytes - op.free_bytes;
   for (auto [rank, b] : balance)
     if (std::abs(b) > 1.0) fail("memory does not balance on rank " + std::to_string(rank) + " (" + std::to_string(b) + " bytes)");
-  // Readers of each chunk are compute ops of its rank's FIFO compute lane, so the last one in
-  // issue order is the last to finish.
+  // Readers of each chunk are compute ops of its rank's FIFO compute lane (or, with FSDP, the one
+  // all-gather of its block on the comm lane), so the last one in issue order is the last to finish.
   std::vector<int> last_reader(n, -1);
   for (const auto& op : plan.ops)
-    if (op.kind == OpKind::compute)
+    if (op.kind == OpKind::compute || op.kind == OpKind::collective)
       for (int d : op.data_deps)
         if (plan.ops[d].kind == OpKind::h2d) last_reader[d] = std::max(last_reader[d], op.id);
   std::map<std::pair<int, int>, int> slot_holder;  // (rank, slot) → h2d op now holding it

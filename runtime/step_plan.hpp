@@ -92,7 +92,8 @@ struct StepPlan {
 /// Byte range [lo, hi) of a block's flat weight layout that stage `s` reads, in bytes: its
 /// linear's weights and bias; the block's last linear also reads the layout's tail (non-linear
 /// parameters such as norm scales), so every byte of a block has a reader. Non-linear stages
-/// read nothing ({0, 0}). Throws std::out_of_range for a bad stage index.
+/// read nothing ({0, 0}). With FSDP (BlockCost::weights_gathered) the all-gather stage reads the
+/// whole shard [0, weight_bytes) and the linears nothing. Throws std::out_of_range for a bad stage index.
 std::pair<double, double> stage_weight_range(const BlockCost& block, int s);
 
 /// Checks a plan before execution; throws std::logic_error naming the first violation:

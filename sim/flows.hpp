@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/node.hpp"
+#include "model/workload.hpp"
 #include "runtime/step_plan.hpp"
 #include "sim/topology.hpp"
 
@@ -20,13 +21,23 @@ struct FlowSpec {
 /// op's rate_cap_bytes_per_s when lower.
 FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topology);
 
-/// The flows of one all-to-all (any op of its group; per-rank buffer S = op.bytes, degree
-/// P = the workload's Ulysses degree):
-///  pcie_proxy: (P−1)/P·S out to the host and the same back over GPU 0's link, each capped at
-///              collective_flow_bytes_per_s;
-///  otherwise (direct): S/P from every rank to every other, each pair on its peer path and at the
-///              per-flow cap of the transport NCCL would pick for it (Topology::peer_path).
-/// Empty for P = 1.
+/// The flows of one collective (any op of its group; per-rank buffer S = op.bytes), in NCCL's
+/// algorithm shape, each flow on its GPU pair's peer path at the per-flow cap of the transport NCCL
+/// would pick for it (Topology::peer_path). Groups and ranks as model/workload.hpp gpus_used:
+/// rank = ((c·R + r)·U + u)·T + t; a ring visits its members in rank order. Time alone on links
+/// of rate B per direction (α = collective_latency_s, paid once), against nccl-tests' busbw
+/// definitions (NVIDIA/nccl-tests doc/PERFORMANCE.md: busbw = algbw × factor, algbw = size / t):
+///  all_to_all (Ulysses, P = U): direct, S/P from every rank to every other of its group;
+///      α + (P−1)/P·S / B when each rank's link carries its P−1 flows (busbw factor (P−1)/P, size S).
+///      pcie_proxy: (P−1)/P·S out to the host and the same back over GPU 0's link, each capped at
+///      collective_flow_bytes_per_s. Empty for P = 1.
+///  ring_kv (ring attention, R): member i sends its K/V block to i+1, R−1 blocks: (R−1)·S per flow;
+///      α + (R−1)·S / B (SendRecv, factor 1, per ring step S).
+///  all_reduce (TP, T): ring, 2(T−1)/T·S per flow (reduce-scatter then all-gather);
+///      α + 2(T−1)/T·S / B (AllReduce: factor 2(n−1)/n, size S).
+///  all_gather (FSDP, over all N GPUs used, S = one shard): ring, (N−1)·S per flow;
+///      α + (N−1)·S / B (AllGather: factor (n−1)/n, size N·S).
+///  cfg_gather (parallel CFG): rank g and g + N/2 exchange S each way; α + S / B.
 std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, const NodeSpec& node,
                                        const Topology& topology);
 
