@@ -295,7 +295,8 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
 // Per-rank activation/workspace estimate of one block kind, in bytes:
 //   dtype · B · rows_loc · (kResidentActivations · d + widest)         (token-parallel part)
 // + dtype · Σ over attentions of B · (H/P or H) · head_dim · (2·q + 2·kv)  (q, k, v, o after the
-//   all-to-all, full sequence for the local heads)
+//   all-to-all, full sequence for the local heads; under ring attention of degree R the K/V held
+//   are two blocks, 2·kv/R: the rank's own and the one in flight)
 // with rows_loc the largest per-rank row count of the block's token-scope linears and `widest`
 // the largest output width of those linears (FFN/fused MLP inner activation). kResidentActivations
 // counts the residual stream, the modulated-norm input, the attention output and the block output.
@@ -311,14 +312,19 @@ struct ActivationBytes {
 
 ActivationBytes block_activation_bytes(const BlockCost& b, const BlockKind& k, int dtype_bytes, int64_t hidden) {
   double rows_loc = 0, widest = 0, attention_elems = 0;
+  int ring = 1;  // ring attention holds two K/V blocks at a time (its own and the one in flight)
   for (const StageCost& c : b.stages) {
     if (c.stage.kind == BlockStage::Kind::linear && k.linears[size_t(c.stage.linear_index)].scope != TokenScope::sample) {
       rows_loc = std::max(rows_loc, double(c.gemm.m));
       widest = std::max(widest, double(c.gemm.n));
+    } else if (c.stage.kind == BlockStage::Kind::all_to_all && c.collective == CollectiveKind::ring_kv) {
+      ring = c.collective_ranks;
     } else if (c.stage.kind == BlockStage::Kind::attention) {
       const AttentionShape& at = c.attention;
+      const double kv_held = ring > 1 ? std::min(1.0, 2.0 / ring) * double(at.kv_tokens) : double(at.kv_tokens);
       attention_elems += double(at.batch) * double(at.heads) * double(at.head_dim) *
-                         (2.0 * double(at.q_tokens) + 2.0 * double(at.kv_tokens));
+                         (2.0 * double(at.q_tokens) + 2.0 * kv_held);
+      ring = 1;
     }
   }
   return {double(dtype_bytes) * (rows_loc * (kResidentActivations * double(hidden) + widest) + attention_elems),
@@ -412,6 +418,15 @@ int sequence_parallel_degree(const Workload& w) { return w.ulysses_degree * w.ri
 
 int gpus_used(const Workload& w) {
   return w.ulysses_degree * w.ring_degree * w.tp_degree * (resolved_cfg(w) == CfgMode::parallel ? 2 : 1);
+}
+
+std::string layout_text(const Workload& w) {
+  std::string s = "Ulysses " + std::to_string(w.ulysses_degree);
+  if (w.ring_degree > 1) s += " x ring " + std::to_string(w.ring_degree);
+  if (w.tp_degree > 1) s += " x TP " + std::to_string(w.tp_degree);
+  if (w.fsdp) s += ", FSDP";
+  if (resolved_cfg(w) == CfgMode::parallel) s += ", CFG parallel";
+  return s;
 }
 
 bool uses_layouts_beyond_ulysses(const Workload& w) {

@@ -103,6 +103,8 @@ struct RankCoordinates {
 };
 RankCoordinates rank_coordinates(const Workload& w, int rank);
 int rank_of(const Workload& w, const RankCoordinates& c);
+/// "Ulysses U", then " × ring R", " × TP T", ", FSDP", ", CFG parallel" for the layouts in use.
+std::string layout_text(const Workload& w);
 /// Whether any layout beyond Ulysses is used (ring, TP, FSDP or parallel CFG).
 bool uses_layouts_beyond_ulysses(const Workload& w);
 

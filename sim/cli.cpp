@@ -163,7 +163,7 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
   } else {
     const Workload& w = scenario.workload;
     std::cout << "scenario " << scenario.name << ": " << w.model << " " << w.height << "x" << w.width << "x" << w.frames
-              << ", batch " << w.batch << ", Ulysses " << w.ulysses_degree << " on " << scenario.node.id << "\n";
+              << ", batch " << w.batch << ", " << layout_text(w) << " on " << scenario.node.id << "\n";
     std::cout << "analytical model: per-block " << fixed(a.block_flop / 1e12, 2) << " TFLOP per rank, critical "
               << fixed(a.critical_flop / 1e12, 2) << " TFLOP -> " << a.regime << "; auto resident fraction "
               << fixed(a.auto_resident_fraction, 3) << "\n\n";
@@ -321,7 +321,7 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
       std::cout << arch.display_name << " (" << arch.id << "): " << arch.params_total() << " parameters, "
                 << gib(cost.weight_bytes) << " GiB bf16, " << arch.block_count() << " blocks\n"
                 << "workload: " << s.workload.height << "x" << s.workload.width << "x" << s.workload.frames << ", batch "
-                << s.workload.batch << ", Ulysses " << s.workload.ulysses_degree << " on " << s.node.id << ": "
+                << s.workload.batch << ", " << layout_text(s.workload) << " on " << s.node.id << ": "
                 << cost.tokens.video << " video + " << cost.tokens.text << " text tokens\n"
                 << "per rank and forward: " << fixed(cost.flop / 1e12, 2) << " TFLOP\n"
                 << (s.calibration_file.empty() ? "node parameters: built-in defaults (no --calibration)"
