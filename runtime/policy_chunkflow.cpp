@@ -3,10 +3,12 @@
 //
 // What the planner decides, per configuration (chunk size C, resident fraction R or auto, lookahead
 // or memory budget):
-//  1. Residency placement: either a tensor-aligned prefix of every block (the bytes each block
-//     reads first stay, so demand on the link is smooth) or whole blocks strided (SGLang's
-//     placement, so streamed blocks get the resident blocks' compute to hide in). Both are
-//     estimated; the plan keeps the faster (ties: the prefix).
+//  1. Residency placement: a tensor-aligned prefix of every block, fraction R of each (the bytes
+//     each block reads first stay, so demand on the link is smooth); whole blocks strided (SGLang's
+//     placement, so streamed blocks get the resident blocks' compute to hide in); or a balanced
+//     prefix (each block streams bytes in proportion to its compute and collective time, so blocks
+//     with more bytes per second of compute keep more resident). All three are estimated; the plan
+//     keeps the fastest (ties: the earlier in that order).
 //  2. Chunks: the offloaded bytes of a block in layout (= first use) order, packed into chunks of at
 //     most C bytes that never straddle a tensor edge unless a tensor is larger than C (then it is cut
 //     into equal pieces), so a linear waits only for its own chunks.
@@ -58,7 +60,7 @@ struct Chunk {
 };
 
 struct Residency {
-  std::string name;                  ///< "prefix" or "strided-blocks"
+  std::string name;                  ///< "prefix", "strided-blocks" or "balanced"
   std::vector<double> resident_lo;   ///< per block: bytes [0, lo) resident (prefix) ...
   std::vector<bool> whole;           ///< ... or the whole block resident (strided)
   double resident_block_bytes = 0;
@@ -79,6 +81,7 @@ class Planner {
         n_(layout_.positions_per_step()), steps_(config.steps) {
     const int G = steps_ * n_;
     duration_s_.resize(n_);
+    block_time_s_.assign(cost_.blocks.size(), 0.0);
     for (int p = 0; p < n_; ++p) {
       const auto& pos = layout_.at(p);
       const StageCost& st = cost_.blocks[pos.block].stages[pos.stage];
@@ -90,6 +93,7 @@ class Planner {
         duration_s_[p] = stage_compute_time_s(st, node_);
       }
       critical_path_s_ += duration_s_[p];
+      block_time_s_[pos.block] += duration_s_[p];
     }
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
@@ -109,25 +113,54 @@ class Planner {
     return link_model_buffer_bytes(cost_.blocks[pos.block].stages[pos.stage], link_model_P());
   }
 
-  /// Residency of fraction R in one of the two placements.
-  Residency residency(double fraction, bool strided) const {
+  /// Where the resident bytes go (the plan's `residency` names it).
+  ///  - prefix: every block keeps a tensor-aligned prefix, fraction R of its bytes;
+  ///  - strided-blocks: whole blocks, spread evenly over the step (SGLang's `strided`);
+  ///  - balanced: every block streams bytes in proportion to the time it gives the copy lane (its
+  ///    compute and collectives), S_b = min(W_b, κ·T_b) with κ such that Σ S_b = (1−R)·Σ W_b, and
+  ///    keeps the rest as its prefix. The link's demand is then even over the step: where blocks of
+  ///    a model differ in bytes per second of compute (FLUX's double and single blocks), a uniform
+  ///    prefix leaves the lane waiting for slots behind the light blocks while the heavy ones stall.
+  enum class Placement { prefix, strided, balanced };
+
+  /// Residency of fraction R (of the blocks' weight bytes) in a placement.
+  Residency residency(double fraction, Placement placement) const {
     const int nb = int(cost_.blocks.size());
     Residency r;
     r.resident_lo.assign(nb, 0.0);
     r.whole.assign(nb, false);
     double total = 0;
     for (const auto& b : cost_.blocks) total += b.weight_bytes;
-    if (strided) {
+    if (placement == Placement::strided) {
       r.name = "strided-blocks";
       r.whole = strided_resident_blocks(nb, fraction);
       for (int b = 0; b < nb; ++b)
         if (r.whole[b]) r.resident_block_bytes += cost_.blocks[b].weight_bytes;
       return r;
     }
+    // Per block: the bytes it keeps resident, before tensor alignment.
+    std::vector<double> keep(nb);
+    for (int b = 0; b < nb; ++b) keep[b] = fraction * cost_.blocks[b].weight_bytes;
     r.name = "prefix";
+    if (placement == Placement::balanced) {
+      r.name = "balanced";
+      const double streamed = (1 - fraction) * total;
+      auto streamed_at = [&](double kappa) {
+        double sum = 0;
+        for (int b = 0; b < nb; ++b) sum += std::min(cost_.blocks[b].weight_bytes, kappa * block_time_s_[b]);
+        return sum;
+      };
+      double lo = 0, hi = 1;
+      while (streamed_at(hi) < streamed && hi < 1e30) hi *= 2;
+      for (int it = 0; it < 100; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (streamed_at(mid) < streamed ? lo : hi) = mid;
+      }
+      for (int b = 0; b < nb; ++b) keep[b] = cost_.blocks[b].weight_bytes - std::min(cost_.blocks[b].weight_bytes, hi * block_time_s_[b]);
+    }
     double target = 0;
     for (int b = 0; b < nb; ++b) {
-      target += fraction * cost_.blocks[b].weight_bytes;
+      target += keep[b];
       // The tensor edge of block b that brings the running total closest to the target.
       double best = 0, best_err = std::abs(r.resident_block_bytes - target);
       for (const auto& [lo, hi] : layout_.units(b)) {
@@ -508,12 +541,13 @@ class Planner {
     int slot_count = 0;
   };
 
-  /// The better placement for fraction R (ties: the prefix); nullopt when neither fits.
+  /// The best placement for fraction R (ties: the earlier of prefix, strided, balanced); nullopt
+  /// when none fits.
   std::optional<Choice> plan_fraction(double fraction) const {
     std::optional<Choice> best;
-    for (bool strided : {false, true}) {
+    for (Placement placement : {Placement::prefix, Placement::strided, Placement::balanced}) {
       Choice c;
-      c.residency = residency(fraction, strided);
+      c.residency = residency(fraction, placement);
       const auto ch = chunks(c.residency);
       if (ch.empty()) {  // everything resident
         if (buffer_bytes_left(config_, cost_.non_block_weight_bytes + c.residency.resident_block_bytes,
@@ -526,9 +560,10 @@ class Planner {
       c.slot_count = slots(c.residency, ch, c.slot_bytes);
       if (c.slot_count < 1) continue;
       c.estimate = best_schedule(ch, c.slot_count);
+
       if (!c.estimate.feasible) continue;
       if (!best || c.estimate.step_time_s < best->estimate.step_time_s * (1 - 1e-6)) best = std::move(c);
-      if (reaches_stall_free(best->estimate)) break;  // the strided placement could only tie
+      if (reaches_stall_free(best->estimate)) break;  // the other placements could only tie
     }
     return best;
   }
@@ -604,6 +639,7 @@ class Planner {
   ProgramLayout layout_;
   int n_ = 0, steps_ = 0;
   std::vector<double> duration_s_;     ///< per position within a step (collective: alone)
+  std::vector<double> block_time_s_;   ///< per block: its positions' durations (compute + collectives alone)
   std::vector<double> buffers_;        ///< distinct all-to-all buffers of a step
   std::vector<int> collective_g_;      ///< global positions of the collectives
   double critical_path_s_ = 0;         ///< one step's compute + uncontended collectives

@@ -57,7 +57,7 @@ struct PlanInfo {
   double activation_bytes = 0;       ///< per rank, allocated for the whole run
   double offloaded_bytes_per_step = 0; ///< per rank
   // --- What the policy decided (reported with every row; empty/0 for policies that do not) ---
-  std::string residency;             ///< where resident bytes sit: "all", "none", "strided-blocks", "prefix"
+  std::string residency;             ///< where resident bytes sit: "all", "none", "strided-blocks", "prefix", "balanced"
   double memory_budget_bytes = 0;    ///< the per-GPU budget planned to (0 = none given)
   double share_cap_bytes_per_s = 0;  ///< cap of copies that share a collective window (0 = none)
   int windows_yield = 0;             ///< collective windows of the last step with no copy in them
