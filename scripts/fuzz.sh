@@ -1,27 +1,26 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of user input (issue 11 §2): builds the libFuzzer harnesses of fuzz/ with
-# clang, ASan and UBSan in build-fuzz/, then runs each for SECONDS (default 60) from a corpus
+# clang, ASan and UBSan in build-sanitize/, then runs each for SECONDS (default 60) from a corpus
 # seeded with the repository's own files (fuzz/seeds/<target>/, scenarios/, fuzz/regressions/).
 # Exits non-zero on any crash, leak, timeout or sanitizer report, and keeps the reproducer in
-# build-fuzz/artifacts/<target>/ (copy it to fuzz/regressions/<target>/ to make it a test: the
+# build-sanitize/artifacts/<target>/ (copy it to fuzz/regressions/<target>/ to make it a test: the
 # normal build replays every file there, tests fuzz_replay_*).
+# Prints, per target, the inputs executed and the mean executions per second (libFuzzer's final
+# stats). An input running longer than FUZZ_TIMEOUT seconds (default 30: generous, since the
+# fuzzers run under nice on shared cores) counts as a hang.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]      (FUZZ_RUNS=N runs N inputs per target instead)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
-build=build-fuzz
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-launcher=(); command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCHUNKFLOW_FUZZ=ON \
-  -DCHUNKFLOW_TESTS=OFF -DCHUNKFLOW_BENCH=OFF -DCHUNKFLOW_CUDA=OFF "${launcher[@]}" > "$build.configure.log" 2>&1 \
-  || { cat "$build.configure.log"; echo "fuzz: configure failed"; exit 1; }
+build=build-sanitize   # shared with scripts/sanitize.sh (scripts/configure_sanitized.sh)
+bash scripts/configure_sanitized.sh || exit 1
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 fi
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build.build.log" 2>&1 \
-  || { tail -50 "$build.build.log"; echo "fuzz: build failed"; exit 1; }
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/fuzz-build.log" 2>&1 \
+  || { tail -50 "$build/fuzz-build.log"; echo "fuzz: build failed"; exit 1; }
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:symbolize=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -34,17 +33,22 @@ for t in "${targets[@]}"; do
   existing=(); for s in "${seeds[@]}"; do [ -d "$s" ] && existing+=("$s"); done
   limit=(-max_total_time="$seconds"); [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
   log="$build/$t.log"
-  "$build/$t" "$corpus" "${existing[@]}" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -artifact_prefix="$artifacts/" -print_final_stats=1 > "$log" 2>&1
+  start_s=$(date +%s)
+  "$build/$t" "$corpus" "${existing[@]}" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 \
+    -max_len=65536 -artifact_prefix="$artifacts/" -print_final_stats=1 > "$log" 2>&1
   rc=$?
+  wall_s=$(( $(date +%s) - start_s ))
+  # Final stats when libFuzzer ends normally; after a crash, the last "#N" status line.
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  [ -z "$execs" ] && execs=$(grep -o '^#[0-9]*' "$log" | tr -d '#' | tail -1)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   if [ $rc -ne 0 ]; then
     failed=$((failed + 1))
-    echo "fuzz: $t FAILED (exit $rc) after ${execs:-?} inputs; reproducer(s):"
+    echo "fuzz: $t FAILED (exit $rc) after ${execs:-?} inputs in ${wall_s} s; reproducer(s):"
     ls -1 "$artifacts"/* 2> /dev/null | sed 's/^/  /'
     grep -m1 -E 'ERROR: |runtime error|unexpected ' "$log" | sed 's/^/  /'
   else
-    echo "fuzz: $t ok, ${execs:-?} inputs, corpus $(ls "$corpus" | wc -l) files"
+    echo "fuzz: $t ok, ${execs:-?} inputs in ${wall_s} s (${rate:-?} exec/s), corpus $(ls "$corpus" | wc -l) files"
   fi
 done
 exit $((failed > 0))
