@@ -29,6 +29,8 @@ json parse_json(std::string_view text, const std::string& file) {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     throw InputError(file, "/", std::string("not valid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // out_of_range 406: a number beyond a double (fuzz_node_file)
+    throw InputError(file, "/", std::string("not valid JSON: ") + e.what());
   }
 }
 

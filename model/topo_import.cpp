@@ -47,13 +47,20 @@ std::vector<std::string> tokens(const std::string& line) {
   return out;
 }
 
-bool is_gpu_name(const std::string& t) { return std::regex_match(t, std::regex("GPU[0-9]+")); }
+// The patterns are compiled once: compiling one per matrix cell made a 64-GPU matrix (4096 cells)
+// spend most of its import time in std::regex's constructor.
+bool is_gpu_name(const std::string& t) {
+  static const std::regex gpu_name("GPU[0-9]+");
+  return std::regex_match(t, gpu_name);
+}
 
-/// A known code: X, NV<n>, PIX, PXB, PHB, NODE, SYS (SOC → SYS). Returns "" for an unknown one.
+/// A known code: X, NV<n> (n in 1..999: a link count, NV18 on an H100 SXM), PIX, PXB, PHB, NODE,
+/// SYS (SOC → SYS). Returns "" for an unknown one, so that nv_count's std::stoi cannot overflow.
 std::string normalise_code(const std::string& t) {
   if (t == "X" || t == "PIX" || t == "PXB" || t == "PHB" || t == "NODE" || t == "SYS") return t;
   if (t == "SOC") return "SYS";
-  if (std::regex_match(t, std::regex("NV[1-9][0-9]*"))) return t;
+  static const std::regex nvlink_code("NV[1-9][0-9]{0,2}");
+  if (std::regex_match(t, nvlink_code)) return t;
   return "";
 }
 
@@ -141,7 +148,8 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
     // GPU rows go on with CPU affinity, NUMA affinity, GPU NUMA ID (each may be absent).
     if (static_cast<int>(r) < m.gpu_count && t.size() > n + 2) {
       const std::string& numa = t[n + 2];
-      if (std::regex_match(numa, std::regex("[0-9]+"))) m.numa_affinity[r] = numa;
+      static const std::regex numa_id("[0-9]+");
+      if (std::regex_match(numa, numa_id)) m.numa_affinity[r] = numa;
     }
     // A NIC row may carry nothing after its cells; a GPU row at most three more fields.
     if (t.size() > n + 1 + 3 + 1)
