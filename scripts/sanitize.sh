@@ -12,4 +12,5 @@ bash scripts/configure_sanitized.sh
 cmake --build "$build" -j"$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export HOSTILE_TIMEOUT_S=300   # tests/hostile_inputs.sh: its 30 s per case is for the Release build
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
