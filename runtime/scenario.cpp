@@ -224,8 +224,9 @@ PolicyConfig read_policy(const json& j, const std::string& file) {
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path) {
-  const json j = read_json_file(path, "the scenario file");
+Scenario load_scenario(const std::string& path) { return scenario_from_json(read_json_file(path, "the scenario file"), path); }
+
+Scenario scenario_from_json(const json& j, const std::string& path) {
   ObjectReader r(j, path, "");
   Scenario s;
   s.file = path;

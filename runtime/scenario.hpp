@@ -1,6 +1,7 @@
 #pragma once
 // Scenarios: node + workload + policy, from a JSON file and/or command-line overrides.
 // Shared by `chunkflow` (sim/) and `chunkflow-hw` (hw/) so both build the same plan.
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 
@@ -41,6 +42,10 @@ Scenario default_scenario();
 /// "policy" and "description" are optional. Throws InputError naming the file and the JSON
 /// pointer for malformed JSON, unknown or missing fields, wrong types and invalid values.
 Scenario load_scenario(const std::string& path);
+
+/// The same from JSON already in memory; `path` names the origin in errors and Scenario::file
+/// (sim/grid.cpp composes a scenario per grid combination this way).
+Scenario scenario_from_json(const nlohmann::json& j, const std::string& path);
 
 /// Command-line overrides of a scenario (empty = keep the scenario's value).
 struct ScenarioOptions {

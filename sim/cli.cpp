@@ -121,6 +121,8 @@ struct SweepOptions {
   bool plot = true;
   int threads = 0;
   std::optional<double> memory_budget_gib;
+  std::string grid;     ///< --grid FILE: the grid's axes instead of the options above (sim/cli_grid.cpp)
+  bool resume = false;  ///< --resume (with --grid)
 };
 
 SweepGrid grid_from(const SweepOptions& o) {
@@ -135,6 +137,8 @@ SweepGrid grid_from(const SweepOptions& o) {
 
 /// Runs a sweep and writes its outputs; shared by `sweep` and the main job.
 int do_sweep(const CliContext& context, const SweepOptions& o) {
+  if (!o.grid.empty()) return run_grid_sweep(context, o.grid, o.out_dir, o.threads, o.resume);
+  if (o.resume) throw InputError("", "--resume", "continues a grid sweep; give --grid FILE");
   const Scenario scenario = resolve_scenario(o.scenario);
   const SweepGrid grid = grid_from(o);
   const auto [shard_index, shard_count] = parse_shard(o.shard);
@@ -435,7 +439,18 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
                     "Per-GPU memory budget in GiB every configuration is planned to (> 0)");
     cmd->add_flag("--json", o->json_stdout, "Print the JSON on stdout instead of the table");
     cmd->add_flag("!--no-plot", o->plot, "Do not draw sweep.png");
-    cmd->callback([o, context] { do_sweep(context, *o); });
+    cmd->add_option("--grid", o->grid,
+                    "Grid file (scenarios/grids/README.md): the cartesian product of its axes, streamed to "
+                    "OUT/grid.csv and OUT/grid.jsonl; under mpirun, sharded over the ranks");
+    cmd->add_flag("--resume", o->resume, "With --grid: continue an interrupted grid sweep from OUT/grid.*.partial");
+    cmd->callback([o, context, cmd] {
+      if (!o->grid.empty())  // the grid file holds the axes; options that set them would be ignored
+        for (const auto* opt : cmd->get_options())
+          if (opt->count() > 0 && opt->get_name() != "--grid" && opt->get_name() != "--resume" && opt->get_name() != "--out" &&
+              opt->get_name() != "--threads" && opt->get_name() != "--help")
+            throw InputError("", opt->get_name(), "cannot be combined with --grid (the grid file sets the axes; see scenarios/grids/README.md)");
+      do_sweep(context, *o);
+    });
   }
   // ---- pareto -----------------------------------------------------------------------------
   {

@@ -29,6 +29,12 @@ void register_node_commands(CLI::App& app, const CliContext& context);
 /// and PNG under `out_dir`.
 int run_main_job(const CliContext& context, const std::string& out_dir);
 
+/// `sweep --grid FILE [--out DIR] [--threads N] [--resume]` (sim/cli_grid.cpp): runs the grid on every
+/// core, and on every rank under mpirun; rank 0 writes DIR/grid.csv and DIR/grid.jsonl and prints a
+/// summary. Returns the exit code.
+int run_grid_sweep(const CliContext& context, const std::string& grid_file, const std::string& out_dir, int threads,
+                   bool resume);
+
 /// Finds scripts/<name> (source tree recorded at build time, or beside the executable's parent).
 /// Returns "" if not found.
 std::string find_script(const CliContext& context, const std::string& name);
