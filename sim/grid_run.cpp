@@ -270,29 +270,35 @@ std::optional<int64_t> jsonl_index(const std::string& line) {
   return std::nullopt;
 }
 
-/// Byte offsets just after each complete row line, by index; the header's end as index -1.
-std::map<int64_t, std::size_t> row_ends(const std::string& path, bool jsonl, std::string* first_line) {
+/// Byte offsets just after each complete row line, by index; the end of the header lines as index
+/// -1 once all `header_lines` of them are complete.
+std::map<int64_t, std::size_t> row_ends(const std::string& path, bool jsonl, std::string* first_line, int header_lines) {
   std::ifstream in(path, std::ios::binary);
   std::map<int64_t, std::size_t> ends;
   std::string line;
   std::size_t at = 0;
-  bool first = true;
+  int headers = 0;
   while (std::getline(in, line)) {
     if (in.eof()) break;  // no newline: an incomplete last line
     at += line.size() + 1;
-    if (first && first_line) *first_line = line;
-    first = false;
+    if (headers == 0 && first_line) *first_line = line;
+    if (headers < header_lines) {
+      if (++headers == header_lines) ends[-1] = at;
+      continue;
+    }
     if (const auto i = jsonl ? jsonl_index(line) : csv_index(line)) ends[*i] = at;
-    else ends[-1] = at;  // header lines
+    else break;  // not a row: keep what came before
   }
   return ends;
 }
 
-/// Keeps the rows of the partial files up to the last index both hold; returns the next index.
+/// Keeps the rows of the partial files up to the last index both hold; returns the next index, or
+/// -1 when a file's header lines are incomplete (no row can be kept: start again).
 int64_t prepare_resume(const Grid& grid, const GridCounts& counts, const std::string& csv, const std::string& jsonl) {
   std::string header;
-  const auto j_ends = row_ends(jsonl, true, &header);
-  const auto c_ends = row_ends(csv, false, nullptr);
+  const auto j_ends = row_ends(jsonl, true, &header, 1);
+  const auto c_ends = row_ends(csv, false, nullptr, 2);
+  if (!j_ends.count(-1) || !c_ends.count(-1)) return -1;
   json h;
   try {
     h = json::parse(header);
@@ -303,8 +309,6 @@ int64_t prepare_resume(const Grid& grid, const GridCounts& counts, const std::st
       h["grid"].value("configurations", int64_t(-1)) != counts.configurations)
     throw InputError(jsonl, "/grid/digest",
                      "cannot --resume: the partial output is of another grid (expected digest " + grid.text_digest + ")");
-  if (!j_ends.count(-1) || !c_ends.count(-1))
-    throw InputError(csv, "", "cannot --resume: the partial files have no header; start again without --resume");
   int64_t last = -1;
   for (const auto& [i, end] : j_ends)
     if (i >= 0 && c_ends.count(i)) last = std::max(last, i);
@@ -336,11 +340,12 @@ GridRunResult run_grid(const Grid& grid, const GridRunOptions& o, GridComm& comm
       if (o.resume && !fs::exists(csv_partial, ec) && fs::exists(csv, ec) && fs::exists(jsonl, ec)) {
         result.already_complete = true;
         start = -2;
-      } else if (o.resume && fs::exists(csv_partial, ec) && fs::exists(jsonl_partial, ec)) {
-        start = prepare_resume(grid, result.counts, csv_partial, jsonl_partial);
+      } else if (o.resume && fs::exists(csv_partial, ec) && fs::exists(jsonl_partial, ec) &&
+                 (start = prepare_resume(grid, result.counts, csv_partial, jsonl_partial)) >= 0) {
         csv_out = std::fopen(csv_partial.c_str(), "ab");
         jsonl_out = std::fopen(jsonl_partial.c_str(), "ab");
       } else {
+        start = 0;
         fs::create_directories(dir, ec);
         csv_out = std::fopen(csv_partial.c_str(), "wb");
         jsonl_out = std::fopen(jsonl_partial.c_str(), "wb");
