@@ -1,12 +1,17 @@
-// Simulator speed (issue 2 §8): events per second, one Wan-14B step, the whole default sweep.
+// Simulator speed (issue 2 §8, issue 12 §2): events per second, one Wan-14B step, the whole default
+// sweep, one grid configuration of each model, and the max-min solver at 10, 100 and 1000 flows.
 // Targets: one Wan-14B step < 5 ms; the default sweep < 1 s on one core.
 // Run: build/chunkflow_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <random>
+
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
+#include "sim/grid.hpp"
+#include "sim/maxmin.hpp"
 #include "sim/sweep.hpp"
 
 namespace {
@@ -65,6 +70,65 @@ void BM_DefaultSweep(benchmark::State& state) {
   state.counters["configs"] = double(configs.size());
 }
 BENCHMARK(BM_DefaultSweep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+/// One grid configuration (plan, validate, simulate: what `sweep --grid` does per row) of each model:
+/// chunkflow, 64 MiB chunks, resident fraction 0.5, Ulysses 2 on 2xh100-pcie, at a typical shape.
+void BM_GridConfig(benchmark::State& state, const char* grid_json) {
+  const Grid grid = grid_from_text(grid_json, "bench", "");
+  GridCursor cursor(grid);
+  const GridConfig config = *cursor.next();
+  for (auto _ : state) benchmark::DoNotOptimize(run_grid_config(grid, config));
+  state.counters["ops"] = double(run_grid_config(grid, config).row->ops);
+}
+#define CHUNKFLOW_GRID_CONFIG(model, shape)                                                                      \
+  "{\"models\": [\"" model "\"], \"shapes\": [" shape "], \"nodes\": [\"2xh100-pcie\"], "                \
+  "\"layouts\": [{\"ulysses_degree\": 2}], \"policies\": [\"chunkflow\"], \"chunk_mib\": [64], "           \
+  "\"resident_fractions\": [0.5]}"
+BENCHMARK_CAPTURE(BM_GridConfig, wan2_1_t2v_1_3b_480p_81f,
+                  CHUNKFLOW_GRID_CONFIG("wan2.1-t2v-1.3b", "{\"height\": 480, \"width\": 832, \"frames\": 81}"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GridConfig, wan2_1_t2v_14b_480p_81f,
+                  CHUNKFLOW_GRID_CONFIG("wan2.1-t2v-14b", "{\"height\": 480, \"width\": 832, \"frames\": 81}"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GridConfig, wan2_2_t2v_a14b_480p_81f,
+                  CHUNKFLOW_GRID_CONFIG("wan2.2-t2v-a14b", "{\"height\": 480, \"width\": 832, \"frames\": 81}"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GridConfig, flux_1_dev_1024,
+                  CHUNKFLOW_GRID_CONFIG("flux.1-dev", "{\"height\": 1024, \"width\": 1024, \"frames\": 1}"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GridConfig, hunyuanvideo_544p_129f,
+                  CHUNKFLOW_GRID_CONFIG("hunyuanvideo", "{\"height\": 544, \"width\": 960, \"frames\": 129}"))
+    ->Unit(benchmark::kMillisecond);
+
+/// The max-min solver as the simulator uses it: `n` flows active over 64 link directions (each flow
+/// on 1–4 of them, a third with a bound); per iteration one flow ends, one starts, solve().
+void BM_MaxMinSolve(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::mt19937 rng(12);
+  MaxMinSolver solver;
+  const int resources = 64;
+  for (int r = 0; r < resources; ++r) solver.add_resource(std::uniform_real_distribution<double>(10e9, 60e9)(rng));
+  auto random_flow = [&] {
+    std::vector<std::pair<int, double>> uses;
+    const int k = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int i = 0; i < k; ++i) uses.push_back({std::uniform_int_distribution<int>(0, resources - 1)(rng), 1.0});
+    const double bound = rng() % 3 == 0 ? std::uniform_real_distribution<double>(5e9, 30e9)(rng) : INFINITY;
+    return solver.add_flow(uses, bound);
+  };
+  std::vector<int> flows;
+  for (int i = 0; i < n; ++i) flows.push_back(random_flow());
+  solver.solve();
+  std::size_t next = 0;
+  for (auto _ : state) {
+    solver.remove_flow(flows[next]);
+    flows[next] = random_flow();
+    next = (next + 1) % flows.size();
+    solver.solve();
+    benchmark::DoNotOptimize(solver.rate(flows[0]));
+  }
+  state.counters["rounds"] = solver.last_solve_rounds();
+}
+BENCHMARK(BM_MaxMinSolve)->Arg(10)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
