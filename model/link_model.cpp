@@ -65,15 +65,11 @@ std::pair<double, double> fill(double A, double B, double D, double m_in, double
   return {x, y};
 }
 
-}  // namespace
-
-CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, double buffer_bytes,
-                                      double copy_cap_bytes_per_s) {
-  if (P < 2) throw std::invalid_argument("share_with_collective: Ulysses degree must be ≥ 2, got " + std::to_string(P));
-  if (!(buffer_bytes > 0)) throw std::invalid_argument("share_with_collective: buffer must be > 0 bytes");
+/// share_with_collective for the collective flows `f` of rank `rank` (computed once by the caller:
+/// they need the node's routes, which cost far more than the filling).
+CollectiveShare share_given_flows(const NodeSpec& node, int rank, const Flows& f, double copy_cap_bytes_per_s) {
   if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
   const LinkSpec& link = node.host_link(rank);
-  const Flows f = collective_flows(node, rank, P, buffer_bytes);
   const double x_bound = std::min(node.copy_engine_bytes_per_s, copy_cap_bytes_per_s);
   // Both directions busy: the link's under-duplex capacities replace its one-way ones (the
   // simulator applies them the same way, sim/topology.hpp).
@@ -89,14 +85,25 @@ CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, dou
   return s;
 }
 
+}  // namespace
+
+CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, double buffer_bytes,
+                                      double copy_cap_bytes_per_s) {
+  if (P < 2) throw std::invalid_argument("share_with_collective: Ulysses degree must be ≥ 2, got " + std::to_string(P));
+  if (!(buffer_bytes > 0)) throw std::invalid_argument("share_with_collective: buffer must be > 0 bytes");
+  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
+  return share_given_flows(node, rank, collective_flows(node, rank, P, buffer_bytes), copy_cap_bytes_per_s);
+}
+
 double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffer_bytes, double tolerance) {
-  const double alone = share_with_collective(node, rank, P, buffer_bytes, 0.0).collective_time_s;
+  const double alone = share_with_collective(node, rank, P, buffer_bytes, 0.0).collective_time_s;  // checks inputs
+  const Flows f = collective_flows(node, rank, P, buffer_bytes);  // once: the bisection only varies the cap
   const double limit = alone * (1.0 + std::max(tolerance, 0.0));
   double lo = 0, hi = node.copy_engine_bytes_per_s;
-  if (share_with_collective(node, rank, P, buffer_bytes, hi).collective_time_s <= limit) return hi;
+  if (share_given_flows(node, rank, f, hi).collective_time_s <= limit) return hi;
   for (int i = 0; i < 60; ++i) {  // bisection: the collective's time is non-decreasing in the cap
     const double mid = 0.5 * (lo + hi);
-    (share_with_collective(node, rank, P, buffer_bytes, mid).collective_time_s <= limit ? lo : hi) = mid;
+    (share_given_flows(node, rank, f, mid).collective_time_s <= limit ? lo : hi) = mid;
   }
   return lo;
 }

@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(build-essential cmake libeigen3-dev libboost-graph-dev libcli11-dev nlohmann-json3-dev
           catch2 libbenchmark-dev python3-matplotlib
           clang libclang-rt-14-dev libomp-dev   # clang: libFuzzer harnesses (scripts/fuzz.sh, CI)
-          libopenmpi-dev openmpi-bin)           # MPI: sweep --grid over ranks (tests: grid_mpi)
+          libopenmpi-dev openmpi-bin            # MPI: sweep --grid over ranks (tests: grid_mpi)
+          pybind11-dev python3-dev)             # the Python module (tests: python_module)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

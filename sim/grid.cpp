@@ -25,9 +25,9 @@ namespace {
 
 constexpr const char* kGridKeys =
     "name, description, scenario, models, shapes, nodes, layouts, policies, chunk_mib, resident_fractions, "
-    "memory_budget_gib, lookahead, simulated_steps";
+    "memory_budget_gib, lookahead, simulated_steps, steps";
 /// /workload fields that belong to other axes (models, shapes), not to a layout.
-const std::set<std::string> kNotLayoutKeys = {"model", "height", "width", "frames", "batch"};
+const std::set<std::string> kNotLayoutKeys = {"model", "height", "width", "frames", "batch", "steps"};
 const std::set<std::string> kShapeKeys = {"height", "width", "frames", "batch"};
 
 std::string fnv1a_hex(const std::string& text) {
@@ -91,7 +91,7 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
   if (!g.is_object()) throw InputError(file, "/", "expected a JSON object (a grid: lists per axis)");
   static const std::set<std::string> known = {"name", "description", "scenario", "models", "shapes", "nodes", "layouts",
                                               "policies", "chunk_mib", "resident_fractions", "memory_budget_gib",
-                                              "lookahead", "simulated_steps"};
+                                              "lookahead", "simulated_steps", "steps"};
   for (auto it = g.begin(); it != g.end(); ++it)
     if (!known.count(it.key())) throw InputError(file, "/" + it.key(), std::string("unknown field; expected one of ") + kGridKeys);
   Grid grid;
@@ -207,6 +207,14 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
     layouts.push_back(json::object());
   }
 
+  // Denoising steps of the generation (/workload/steps; absent: the base's, or the model's default).
+  std::vector<json> denoising;
+  if (const json* a = axis(g, file, "steps")) {
+    for (std::size_t i = 0; i < a->size(); ++i) denoising.push_back(integer_at_least((*a)[i], 1, file, "/steps/" + std::to_string(i)));
+  } else {
+    denoising.push_back(json());
+  }
+
   // ---- policy axes ---------------------------------------------------------------------------
   const PolicyConfig& bp = base.policy;
   std::vector<std::string> policies;
@@ -296,18 +304,21 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
   }
 
   // Workload combinations, each composed as a scenario and validated by the scenario reader.
-  const int64_t n_workload_product = int64_t(models.size()) * int64_t(shapes.size()) * int64_t(nodes.size()) * int64_t(layouts.size());
+  const int64_t n_workload_product = int64_t(models.size()) * int64_t(shapes.size()) * int64_t(nodes.size()) *
+                                     int64_t(layouts.size()) * int64_t(denoising.size());
   grid.product_size = n_workload_product * int64_t(policies.size()) * n_policy_product;
   grid.collapsed *= n_workload_product;
   for (std::size_t mi = 0; mi < models.size(); ++mi)
     for (std::size_t si = 0; si < shapes.size(); ++si)
       for (std::size_t ni = 0; ni < nodes.size(); ++ni)
-        for (std::size_t li = 0; li < layouts.size(); ++li) {
+        for (std::size_t li = 0; li < layouts.size(); ++li)
+          for (std::size_t di = 0; di < denoising.size(); ++di) {
           json w = base_workload;
           w["model"] = models[mi];
           for (auto it = shapes[si].begin(); it != shapes[si].end(); ++it) w[it.key()] = *it;
           if (!shapes[si].contains("frames") && !architecture(models[mi]).video) w["frames"] = 1;
           for (auto it = layouts[li].begin(); it != layouts[li].end(); ++it) w[it.key()] = *it;
+          if (!denoising[di].is_null()) w["steps"] = denoising[di];
           GridWorkload gw;
           try {
             gw.scenario = scenario_from_json({{"name", base_name}, {"node", nodes[ni]}, {"workload", w}}, file);
@@ -321,7 +332,7 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
           } catch (const InputError& e) {
             if (grid.invalid_workloads++ == 0)
               grid.first_invalid_workload = "models/" + std::to_string(mi) + " × shapes/" + std::to_string(si) + " × nodes/" +
-                                            std::to_string(ni) + " × layouts/" + std::to_string(li) + " (" + models[mi] + ", " +
+                                            std::to_string(ni) + " × layouts/" + std::to_string(li) + " × steps/" + std::to_string(di) + " (" + models[mi] + ", " +
                                             w.dump() + "): " + (e.field().empty() ? "" : e.field() + ": ") + e.message();
             continue;
           }
@@ -454,7 +465,8 @@ std::string grid_csv_header() {
   return "config_index,model,node,layout,height,width,frames,batch,ulysses_degree,policy,chunk_mib,resident_fraction,"
          "resident_fraction_auto,lookahead,simulated_steps,memory_budget_bytes,step_time_s,peak_memory_bytes,"
          "compute_time_s,h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events,"
-         "fits,does_not_fit_reason,bound_step_time_s,vs_bound,residency,share_cap_bytes_per_s\n";
+         "fits,does_not_fit_reason,bound_step_time_s,vs_bound,residency,share_cap_bytes_per_s,denoising_steps,cfg,"
+         "forwards_per_step,denoise_time_s\n";
 }
 
 std::string grid_csv_line(const Grid& grid, const GridRow& g) {
@@ -473,7 +485,9 @@ std::string grid_csv_line(const Grid& grid, const GridRow& g) {
       << m.h2d_bytes << ',' << r.plan.offloaded_bytes_per_step << ',' << r.ops << ',' << r.events << ','
       << (r.verdict.fits ? 1 : 0) << ',' << csv_field(r.verdict.does_not_fit_reason) << ',' << r.bound.bound_step_time_s
       << ',' << m.step_time_s / r.bound.bound_step_time_s << ',' << csv_field(r.plan.residency) << ','
-      << r.plan.share_cap_bytes_per_s << '\n';
+      << r.plan.share_cap_bytes_per_s << ',' << r.plan.denoising_steps << ',' << r.plan.cfg << ','
+      << r.plan.forwards_per_step << ',' << double(r.plan.denoising_steps) * double(r.plan.forwards_per_step) * m.step_time_s
+      << '\n';
   return out.str();
 }
 

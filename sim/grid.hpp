@@ -16,9 +16,11 @@
 //    "policies": ["no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"],
 //    "chunk_mib": [64, ...], "resident_fractions": [0, 0.5, "auto", ...],
 //    "memory_budget_gib": [null, 24, ...] (null = no budget), "lookahead": [1, ...],
-//    "simulated_steps": [2, ...]}    forwards simulated (≥ 2; the last is reported)
+//    "simulated_steps": [2, ...],    forwards simulated (≥ 2; the last is reported)
+//    "steps": [50, ...]}             denoising steps of the generation (/workload/steps; rows carry
+//                                    denoise_time_s = steps × forwards per step × step time)
 //
-// Order: models ▸ shapes ▸ nodes ▸ layouts (outer, "workload combinations") ▸ policies ▸
+// Order: models ▸ shapes ▸ nodes ▸ layouts ▸ steps (outer, "workload combinations") ▸ policies ▸
 // memory_budget_gib ▸ simulated_steps ▸ lookahead ▸ chunk_mib ▸ resident_fractions (inner). An axis
 // that does not apply to a policy is not crossed with it (chunk_mib only for chunkflow; no-offload
 // takes neither chunk, fraction nor lookahead): those products are "collapsed", not configurations.
@@ -40,7 +42,7 @@
 
 namespace chunkflow {
 
-/// One valid workload combination (model × shape × node × layout), resolved and validated.
+/// One valid workload combination (model × shape × node × layout × steps), resolved and validated.
 struct GridWorkload {
   Scenario scenario;
   ForwardCost cost;
@@ -118,7 +120,8 @@ GridRow run_grid_config(const Grid& grid, const GridConfig& config);
 /// CSV header line (with '\n') and one row's line. Columns: config_index, model, node, layout,
 /// height, width, frames, batch, ulysses_degree, policy, chunk_mib, resident_fraction,
 /// resident_fraction_auto, lookahead, simulated_steps, memory_budget_bytes, then sweep_csv's
-/// results (step_time_s ... share_cap_bytes_per_s). Fields with a comma or quote are quoted.
+/// results (step_time_s ... share_cap_bytes_per_s) and the generation (denoising_steps, cfg,
+/// forwards_per_step, denoise_time_s). Fields with a comma or quote are quoted.
 std::string grid_csv_header();
 std::string grid_csv_line(const Grid& grid, const GridRow& r);
 /// One JSON Lines row (with '\n'): sweep_row_json's keys plus model, node, layout, height, width,
