@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "model/kernel_model.hpp"
 
 namespace chunkflow {
 
@@ -519,14 +520,28 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
       used.insert("gemm");
     }
   }
-  // Attention: t − launch = flop/(η_attn·peak).
+  // Attention: t − launch = flop/(η_attn·k(shape)·peak), k = the kernel model's factor for the
+  // point's shape (sequence-length curve, occupancy, head dim; model/kernel_model.hpp) when the point
+  // has rows, q_tokens, kv_tokens and head_dim, else 1. η_attn is then the ceiling the simulator
+  // multiplies by k again, so that applied to these shapes it gives back the measured times
+  // (fitting flop/(t·peak) directly would count the curve twice at short sequences).
   if (const Found* f = found("attention")) {
     const double peak = node.peak_flop_per_s, launch = node.compute_launch_s;
-    std::vector<double> x, y, t;
+    std::vector<double> x, y, t, flop;
+    bool shaped = true;
     for (std::size_t i = 0; i < f->m->points.size(); ++i) {
       const double ti = need(*f, i, "time_s_median");
       if (ti <= launch) continue;
-      x.push_back(need(*f, i, "flop") / peak);
+      double k = 1.0;
+      if (has(*f, i, "rows") && has(*f, i, "q_tokens") && has(*f, i, "kv_tokens") && has(*f, i, "head_dim")) {
+        const AttentionShape a{1, int64_t(need(*f, i, "rows")), int64_t(need(*f, i, "q_tokens")),
+                               int64_t(need(*f, i, "kv_tokens")), int64_t(need(*f, i, "head_dim"))};
+        k = attention_kernel_factor(a, AttentionKernel::automatic, node);
+      } else {
+        shaped = false;
+      }
+      flop.push_back(need(*f, i, "flop"));
+      x.push_back(flop.back() / (peak * k));
       y.push_back(ti - launch);
       t.push_back(ti);
     }
@@ -535,11 +550,12 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
       CalibrationFit fit;
       fit.name = "attention";
       fit.measurement_key = "attention";
-      fit.formula = "t = flop/(eta_attn*peak) + launch";
+      fit.formula = shaped ? "t = flop/(eta_attn*k(shape)*peak) + launch, k = attention_kernel_factor (model/kernel_model.hpp)"
+                           : "t = flop/(eta_attn*peak) + launch";
       fit.x_name = "flop";
       fit.y_name = "time_s";
       fit.parameters = {{"eta_attn", 1.0 / inv_eta}};
-      for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i] * peak, t[i], x[i] * inv_eta + launch, {}});
+      for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({flop[i], t[i], x[i] * inv_eta + launch, {}});
       set_quality(fit);
       c.fits.push_back(fit);
       c.attention_efficiency = std::min(1.0, 1.0 / inv_eta);

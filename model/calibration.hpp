@@ -40,8 +40,10 @@
 //      linearly in m; the scalar η_comp = Σ flop / (peak · Σ (t − launch)) over all points (the
 //      FLOP-weighted efficiency, used by the analytical model's F*). R² and residuals are those
 //      of the scalar fit t = flop / (η_comp · peak) + launch (how much the tables add).
-//  - "attention" (points {flop, time_s_median}): t − launch = flop / (η_attn · peak), least
-//      squares through the origin.
+//  - "attention" (points {flop, time_s_median}, and rows, q_tokens, kv_tokens, head_dim when the
+//      bench gives them): t − launch = flop / (η_attn · k · peak), least squares through the origin,
+//      k = attention_kernel_factor of the point's shape (model/kernel_model.hpp; 1 without a shape),
+//      so η_attn is the ceiling the simulator multiplies by k again.
 // Measurements with status "waived" or without points are skipped (reported, not fatal).
 #include <cstdint>
 #include <map>

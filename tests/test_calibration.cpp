@@ -15,6 +15,7 @@
 #include "model/analytical.hpp"
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/kernel_model.hpp"
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
@@ -231,6 +232,29 @@ TEST_CASE("coupling uses the paired alone times and stays a retained fraction in
   const std::string path = write_tmp("cal-unpaired.json", calibration_to_json(unpaired, "{}"));
   NodeSpec n = base;
   CHECK_NOTHROW(apply_calibration(load_calibration(path), n));
+}
+
+TEST_CASE("attention points with shapes fit the ceiling the kernel model scales: eta recovered within 2 % from t = launch + flop/(eta*k(shape)*peak)") {
+  // What this checks: the estimator divides each point by the factor k the simulator will apply at
+  // that shape (sequence-length curve, occupancy), so a calibration gives the measured times back.
+  const NodeSpec base = node("1xh100-sxm");
+  constexpr double kEta = 0.55;
+  std::mt19937 rng(5);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  json pts = json::array();
+  for (int64_t rows : {6, 12})
+    for (int64_t q : {1024, 4096, 16384}) {
+      const AttentionShape a{1, rows, q, q, 128};
+      const double k = attention_kernel_factor(a, AttentionKernel::automatic, base);
+      const double t = base.compute_launch_s + a.flop() / (kEta * k * base.peak_flop_per_s);
+      pts.push_back({{"rows", rows}, {"q_tokens", q}, {"kv_tokens", q}, {"head_dim", 128}, {"flop", a.flop()},
+                     {"time_s_median", t * (1.0 + kNoise * n01(rng))}});
+    }
+  const json bench = {{"context", {{"tool", "synthetic"}}}, {"measurements", json::array({{{"key", "attention"}, {"points", pts}}})}};
+  const Calibration c = fit_calibration({read_measurement_file(write_tmp("bench-attn-shapes.json", bench.dump()))}, base);
+  REQUIRE(c.attention_efficiency);
+  CHECK(within(*c.attention_efficiency, kEta));
+  CHECK(c.fit("attention")->max_relative_residual < 0.05);
 }
 
 TEST_CASE("a calibration of the real H100 benches (traces/measured) loads and applies") {
