@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "model/generation.hpp"
 #include "model/published.hpp"
 
 namespace chunkflow {
@@ -44,16 +45,8 @@ NodeSpec published_record_node(const PublishedRecord& r, const PublishedScales& 
 /// Predicts one record. Throws InputError (naming the record's file) if it is not expressible.
 PublishedPrediction predict_published(const PublishedRecord& r, const PublishedScales& scales = {});
 
-/// Text-encoder time of one generation of `w` (batch × the model's prompts: Wan encodes the prompt
-/// and the negative prompt), s: max(2·params·tokens / (η_gemm·peak), weight bytes / HBM) on one GPU
-/// of `n`, or FLOPs / kHostEncoderFlopPerS on the CPU. Encoders and their sizes: the TextEncoder
-/// table in published_predict.cpp (T5-v1.1-XXL, umT5-XXL, LLaVA-Llama-3-8B, CLIP-L).
-double text_encode_time_s(const Workload& w, const NodeSpec& n, bool encoder_on_cpu = false);
-/// VAE decode time of one generation of `w` on one GPU of `n`, s: height · width · frames · batch ·
-/// decoder FLOP per output pixel / (η_vae · conv peak) (η_vae fitted on SGLang PR #16510; Wan's VAE
-/// in fp32 at half the bf16 peak).
-double vae_decode_time_s(const Workload& w, const NodeSpec& n);
-/// The same for a record (its workload; its text encoder on the CPU when the record says so).
+/// Text encoding and VAE decode of a record (model/generation.hpp; its text encoder on the CPU when
+/// the record says so).
 double text_encode_time_s(const PublishedRecord& r, const NodeSpec& n);
 double vae_decode_time_s(const PublishedRecord& r, const NodeSpec& n);
 

@@ -1,6 +1,8 @@
 // Plan emission shared by every policy; see plan_builder.hpp.
 #include "runtime/plan_builder.hpp"
 
+#include "model/generation.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -71,6 +73,8 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
   info.denoising_steps = resolved_denoising_steps(w);
   info.forwards_per_step = forwards_per_step(w);
   info.cfg = cfg_mode_name(resolved_cfg(w));
+  info.text_encode_time_s = text_encode_time_s(w, node);  // generation_time_s parts (issue 10 §3)
+  info.vae_decode_time_s = vae_decode_time_s(w, node);
   info.activation_bytes = cost.activation_bytes;
   info.slot_count = np == 0 ? 0 : schedule.slot_count;
   info.slot_bytes = np == 0 ? 0 : schedule.slot_bytes;

@@ -47,6 +47,8 @@ struct PlanInfo {
   int denoising_steps = 0;     ///< `--steps`, resolved (model default when not given)
   int forwards_per_step = 1;   ///< per GPU group: 2 with sequential CFG, else 1
   std::string cfg;             ///< resolved CFG: "none", "sequential" or "parallel"
+  double text_encode_time_s = 0;  ///< once per generation, one GPU (model/generation.hpp)
+  double vae_decode_time_s = 0;   ///< once per generation, one GPU (model/generation.hpp)
   int lookahead = 0;
   double chunk_bytes = 0;      ///< 0 for no-offload; the block size for layerwise
   double resident_fraction = 1;///< resolved (auto → number)

@@ -410,7 +410,11 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
                   << "\n";
       std::cout << "generation: " << plan.info.denoising_steps << " denoising steps x " << plan.info.forwards_per_step
                 << " forward" << (plan.info.forwards_per_step == 1 ? "" : "s") << " per step (cfg " << plan.info.cfg
-                << ") x step time = denoise time " << fixed(denoise_time_s(s.workload, m.step_time_s), 2) << " s\n";
+                << ") x step time = denoise time " << fixed(denoise_time_s(s.workload, m.step_time_s), 2) << " s; + text encode "
+                << fixed(plan.info.text_encode_time_s, 2) << " s + VAE decode " << fixed(plan.info.vae_decode_time_s, 2)
+                << " s = generation time "
+                << fixed(plan.info.text_encode_time_s + denoise_time_s(s.workload, m.step_time_s) + plan.info.vae_decode_time_s, 2)
+                << " s\n";
       std::cout << (verdict.fits ? "fits: peak memory " + gib(m.peak_memory_bytes) + " GiB <= usable " +
                                        gib(verdict.usable_bytes) + " GiB per GPU\n"
                                  : "DOES NOT FIT: " + verdict.does_not_fit_reason + "\n");

@@ -120,6 +120,10 @@ void add_generation(json& j, const PlanInfo& i, double step_time_s) {
   j["cfg"] = i.cfg;
   j["forwards_per_step"] = i.forwards_per_step;
   j["denoise_time_s"] = double(i.denoising_steps) * double(i.forwards_per_step) * step_time_s;
+  // Whole generation (issue 10 §3): text encoding + denoising + VAE decode (model/generation.hpp).
+  j["text_encode_time_s"] = i.text_encode_time_s;
+  j["vae_decode_time_s"] = i.vae_decode_time_s;
+  j["generation_time_s"] = i.text_encode_time_s + j["denoise_time_s"].get<double>() + i.vae_decode_time_s;
 }
 
 /// What the policy decided and the bound, shared by `simulate --json` and sweep rows.

@@ -26,7 +26,8 @@ nlohmann::json scenario_json(const Scenario& s);
 nlohmann::json model_json(const Scenario& s, const ForwardCost& cost, const AnalyticalResult& a);
 
 /// `chunkflow simulate --json`: policy, step_time_s (one forward), the generation (denoising_steps,
-/// cfg, forwards_per_step, denoise_time_s = steps × forwards × step_time_s), peak_memory_bytes, compute_time_s, h2d_bytes,
+/// cfg, forwards_per_step, denoise_time_s = steps × forwards × step_time_s, text_encode_time_s,
+/// vae_decode_time_s, generation_time_s = text + denoise + VAE; model/generation.hpp), peak_memory_bytes, compute_time_s, h2d_bytes,
 /// prefetch_stall_s, collective_time_s, plus the resolved policy parameters, usable_memory_bytes,
 /// fits and, when false, does_not_fit_reason (sim/fit.hpp); what the policy decided (residency, memory_budget_bytes, share_cap_bytes_per_s, windows, estimated_step_time_s) and the
 /// lower bound (bound_step_time_s, vs_bound = step / bound, bound: its terms; sim/bound.hpp).
@@ -34,7 +35,7 @@ nlohmann::json simulate_json(const Scenario& s, const StepPlan& plan, const SimR
 
 /// One sweep row: config_index, the resolved policy (policy, chunk_bytes, resident_fraction,
 /// resident_fraction_auto, lookahead), the generation (denoising_steps, cfg, forwards_per_step,
-/// denoise_time_s) and the step summary (step_time_s, peak_memory_bytes,
+/// denoise_time_s, text_encode_time_s, vae_decode_time_s, generation_time_s) and the step summary (step_time_s, peak_memory_bytes,
 /// compute_time_s, h2d_time_s, prefetch_stall_s, collective_time_s, h2d_bytes), ops, events,
 /// fits and, when false, does_not_fit_reason (sim/fit.hpp), and the decisions and bound fields of
 /// simulate_json.

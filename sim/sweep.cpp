@@ -180,7 +180,8 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
          "resident_fraction,resident_fraction_auto,lookahead,step_time_s,peak_memory_bytes,compute_time_s,"
          "h2d_time_s,prefetch_stall_s,collective_time_s,h2d_bytes,offloaded_bytes_per_step,ops,events,fits,does_not_fit_reason,"
          "bound_step_time_s,vs_bound,residency,memory_budget_bytes,share_cap_bytes_per_s,denoising_steps,cfg,"
-         "forwards_per_step,denoise_time_s,ring_degree,tp_degree,fsdp\n";
+         "forwards_per_step,denoise_time_s,ring_degree,tp_degree,fsdp,text_encode_time_s,vae_decode_time_s,"
+         "generation_time_s\n";
   const Workload& w = scenario.workload;
   for (const auto& r : rows) {
     const StepSummary& m = r.summary;
@@ -195,7 +196,11 @@ std::string sweep_csv(const Scenario& scenario, const std::vector<SweepRow>& row
         << r.plan.memory_budget_bytes << ',' << r.plan.share_cap_bytes_per_s << ',' << r.plan.denoising_steps << ','
         << r.plan.cfg << ',' << r.plan.forwards_per_step << ','
         << double(r.plan.denoising_steps) * double(r.plan.forwards_per_step) * m.step_time_s << ',' << w.ring_degree
-        << ',' << w.tp_degree << ',' << (w.fsdp ? 1 : 0) << '\n';
+        << ',' << w.tp_degree << ',' << (w.fsdp ? 1 : 0) << ',' << r.plan.text_encode_time_s << ','
+        << r.plan.vae_decode_time_s << ','
+        << r.plan.text_encode_time_s + double(r.plan.denoising_steps) * double(r.plan.forwards_per_step) * m.step_time_s +
+               r.plan.vae_decode_time_s
+        << '\n';
   }
   return out.str();
 }

@@ -1,0 +1,63 @@
+// Whole generations beside the denoising loop (issue 10 §3): text encoding and VAE decoding on one
+// GPU, from the encoders' and decoders' FLOPs and bytes; formulas in model/generation.hpp.
+#include "model/generation.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace chunkflow {
+
+namespace {
+
+// Text encoders (parameters, tokens, prompts per generation). Parameter counts of the public
+// checkpoints (assumed from their sizes): T5-v1.1-XXL encoder 4.76e9 (FLUX, dit-architectures.md
+// §1 "T5-v1.1-XXL, 512 tokens"), umT5-XXL encoder 5.7e9 (Wan: models_t5_umt5-xxl-enc-bf16.pth,
+// 11.4 GB), LLaVA-Llama-3-8B 8.03e9 with 256 + 95 template tokens (HunyuanVideo, §1); CLIP-L
+// text 123e6 × 77 tokens beside T5/LLaVA. Wan encodes the prompt and the negative prompt.
+struct TextEncoder {
+  double params, tokens, prompts, clip_params, clip_tokens;
+};
+TextEncoder text_encoder(const std::string& model, double text_tokens) {
+  if (model.rfind("wan", 0) == 0) return {5.7e9, 512, 2, 0, 0};
+  if (model == "hunyuanvideo") return {8.03e9, 256 + 95, 1, 123e6, 77};
+  return {4.76e9, text_tokens, 1, 123e6, 77};
+}
+// A text encoder on the CPU (Wan --t5_cpu): 0.5 TFLOP/s fp32 on a workstation CPU (assumed).
+constexpr double kHostEncoderFlopPerS = 0.5e12;
+
+// VAE decoders: FLOPs per output pixel·frame, from their convolution stacks (3×3 convs, ~7 per
+// resolution level, channels 512/512/256/128 at 1/8 .. 1 of the image for FLUX's AutoencoderKL:
+// ≈ 7 MFLOP; Wan's causal 3D VAE, 3×3×3 convs, channels 384/384/192/96: ≈ 10 MFLOP; HunyuanVideo's
+// 3D VAE, 3×3×3 convs, channels 512/512/256/128, temporal compression at the low levels: ≈ 15
+// MFLOP; my arithmetic). Wan's VAE runs in fp32 (TF32 tensor cores: half the bf16 peak).
+// η_vae = 0.38: fitted on SGLang PR #16510 (Wan2.2 720p × 81 decode 26.28 s on one H20 with the
+// 10 MFLOP estimate and TF32), not on a record of the data set.
+constexpr double kVaeEfficiency = 0.38;
+double vae_flop_per_pixel(const std::string& model) {
+  if (model.rfind("wan", 0) == 0) return 10e6;
+  if (model == "hunyuanvideo") return 15e6;
+  return 7e6;
+}
+
+}  // namespace
+
+double text_encode_time_s(const Workload& w, const NodeSpec& n, bool encoder_on_cpu) {
+  const TextEncoder e = text_encoder(w.model, double(tokens(w).text));
+  const double flop = double(w.batch) * e.prompts * 2.0 * (e.params * e.tokens + e.clip_params * e.clip_tokens);
+  if (encoder_on_cpu) return flop / kHostEncoderFlopPerS;
+  const double bytes = 2.0 * (e.params + e.clip_params);
+  return std::max(flop / (n.gemm_efficiency * n.peak_flop_per_s), bytes / n.hbm_bytes_per_s);
+}
+
+double vae_decode_time_s(const Workload& w, const NodeSpec& n) {
+  const double pixels = double(w.height) * double(w.width) * double(w.frames) * double(w.batch);
+  const bool fp32 = w.model.rfind("wan", 0) == 0;
+  const double peak = n.peak_flop_per_s * (fp32 ? 0.5 : 1.0);
+  return pixels * vae_flop_per_pixel(w.model) / (kVaeEfficiency * peak);
+}
+
+double generation_time_s(const Workload& w, const NodeSpec& n, double step_time_s) {
+  return text_encode_time_s(w, n) + denoise_time_s(w, step_time_s) + vae_decode_time_s(w, n);
+}
+
+}  // namespace chunkflow

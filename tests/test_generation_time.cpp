@@ -1,0 +1,82 @@
+// model/generation (generation_time_s): a whole generation = text encoding + denoising + VAE decode (issue 10 §3).
+// Checked: the composition (and that simulate's rows carry the same parts), the VAE's linearity in
+// output pixels·frames·batch, and that both parts run once per generation on one GPU, so neither
+// depends on the Ulysses degree, the denoising steps or the CFG mode.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "model/generation.hpp"
+#include "model/node.hpp"
+#include "model/workload.hpp"
+#include "runtime/policy.hpp"
+#include "runtime/scenario.hpp"
+#include "sim/executor.hpp"
+#include "sim/report.hpp"
+
+using namespace chunkflow;
+
+TEST_CASE("generation_time_s = text encoding + steps x forwards per step x step time + VAE decode") {
+  const NodeSpec n = node("2xh100-pcie");
+  Workload w;  // Wan2.1-14B 480p 81 frames: 50 steps, sequential CFG by default
+  const double step_s = 2.5;
+  const double expected = text_encode_time_s(w, n) + 50.0 * 2.0 * step_s + vae_decode_time_s(w, n);
+  CHECK(generation_time_s(w, n, step_s) == Approx(expected).epsilon(1e-12));
+  w.denoising_steps = 40;
+  w.cfg = CfgMode::none;
+  CHECK(generation_time_s(w, n, step_s) ==
+        Approx(text_encode_time_s(w, n) + 40.0 * step_s + vae_decode_time_s(w, n)).epsilon(1e-12));
+}
+
+TEST_CASE("VAE decode is linear in height x width x frames x batch; text encoding does not see the resolution") {
+  const NodeSpec n = node("1xh100-sxm");
+  Workload a;
+  a.model = "wan2.1-t2v-1.3b";
+  a.height = 480;
+  a.width = 832;
+  a.frames = 17;
+  Workload b = a;
+  b.frames = 81;
+  b.batch = 2;
+  CHECK(vae_decode_time_s(b, n) / vae_decode_time_s(a, n) == Approx(81.0 * 2.0 / 17.0).epsilon(1e-12));
+  Workload c = a;
+  c.height = 720;
+  c.width = 1280;
+  CHECK(vae_decode_time_s(c, n) / vae_decode_time_s(a, n) == Approx(720.0 * 1280.0 / (480.0 * 832.0)).epsilon(1e-12));
+  CHECK(text_encode_time_s(c, n) == text_encode_time_s(a, n));
+  CHECK(text_encode_time_s(b, n) > text_encode_time_s(a, n));  // two prompts' worth per sample of the batch
+}
+
+TEST_CASE("text encoding and VAE decode run once per generation: independent of Ulysses degree, steps and CFG") {
+  const NodeSpec n = node("8xh100-sxm");
+  Workload w;
+  w.model = "hunyuanvideo";
+  w.height = 720;
+  w.width = 1280;
+  w.frames = 129;
+  for (int u : {1, 2, 4, 8}) {
+    Workload v = w;
+    v.ulysses_degree = u;
+    v.denoising_steps = 10 * u;
+    v.cfg = u % 2 ? CfgMode::sequential : CfgMode::none;
+    CHECK(text_encode_time_s(v, n) == text_encode_time_s(w, n));
+    CHECK(vae_decode_time_s(v, n) == vae_decode_time_s(w, n));
+  }
+}
+
+TEST_CASE("a simulated plan carries the generation parts of its workload and node") {
+  ScenarioOptions o;
+  o.policy = "no-offload";
+  const Scenario s = resolve_scenario(o);
+  const StepPlan plan = build_plan(s.workload, s.node, s.policy);
+  CHECK(plan.info.text_encode_time_s == text_encode_time_s(s.workload, s.node));
+  CHECK(plan.info.vae_decode_time_s == vae_decode_time_s(s.workload, s.node));
+  CHECK(plan.info.text_encode_time_s > 0);
+  CHECK(plan.info.vae_decode_time_s > 0);
+  // simulate --json: generation_time_s beside denoise_time_s and step_time_s, the sum of its parts.
+  const SimResult r = simulate(plan, s.node, SimOptions{});
+  const nlohmann::json j = simulate_json(s, plan, r);
+  CHECK(j["generation_time_s"].get<double>() ==
+        Approx(j["text_encode_time_s"].get<double>() + j["denoise_time_s"].get<double>() + j["vae_decode_time_s"].get<double>())
+            .epsilon(1e-12));
+  CHECK(j["generation_time_s"].get<double>() == Approx(generation_time_s(s.workload, s.node, r.summary.step_time_s)).epsilon(1e-12));
+}
