@@ -218,11 +218,58 @@ const NodeRoutes::Peer* NodeRoutes::peer(int a, int b, std::string* error) const
   return &peers_[p];
 }
 
+std::string routes_key(const NodeSpec& node) {
+  std::string key;
+  key.reserve(64 + 96 * node.links.size());
+  auto raw = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto str = [&](const std::string& s) {
+    raw(s.size());
+    key += s;
+  };
+  str(node.id);
+  raw(node.gpu_count);
+  raw(node.vertices.size());
+  for (const VertexSpec& v : node.vertices) str(v.name), raw(v.kind);
+  raw(node.links.size());
+  for (const LinkSpec& l : node.links) {
+    str(l.name), raw(l.kind), str(l.a), str(l.b);
+    for (double x : {l.a_to_b_bytes_per_s, l.b_to_a_bytes_per_s, l.duplex_bytes_per_s, l.a_to_b_under_duplex_bytes_per_s,
+                     l.b_to_a_under_duplex_bytes_per_s})
+      raw(x);
+  }
+  raw(node.p2p_enabled), raw(node.p2p_level);
+  raw(node.p2p_disabled_pairs.size());
+  for (const auto& pair : node.p2p_disabled_pairs) raw(pair.first), raw(pair.second);
+  raw(node.p2p_flow_bytes_per_s), raw(node.collective_flow_bytes_per_s);
+  return key;
+}
+
+std::shared_ptr<const NodeRoutes> shared_node_routes(const NodeSpec& node) {
+  constexpr std::size_t kKept = 16;
+  thread_local std::vector<std::pair<std::string, std::shared_ptr<const NodeRoutes>>> cache;  // most recent first
+  std::string key = routes_key(node);
+  for (std::size_t i = 0; i < cache.size(); ++i)
+    if (cache[i].first == key) {
+      std::rotate(cache.begin(), cache.begin() + std::ptrdiff_t(i), cache.begin() + std::ptrdiff_t(i) + 1);
+      return cache.front().second;
+    }
+  auto routes = std::make_shared<const NodeRoutes>(node);  // throws before anything is kept
+  if (cache.size() == kKept) cache.pop_back();
+  cache.emplace(cache.begin(), std::move(key), routes);
+  return routes;
+}
+
 HostLinkUse collective_host_link_use(const NodeSpec& node, int rank, int P) {
   if (P < 2 || P > node.gpu_count || rank < 0 || rank >= P)
     throw std::invalid_argument("collective_host_link_use: expected 2 <= P <= " + std::to_string(node.gpu_count) +
                                 " and 0 <= rank < P, got P " + std::to_string(P) + ", rank " + std::to_string(rank));
-  const NodeRoutes routes(node);
+  return collective_host_link_use(*shared_node_routes(node), node, rank, P);
+}
+
+HostLinkUse collective_host_link_use(const NodeRoutes& routes, const NodeSpec& node, int rank, int P) {
+  if (P < 2 || P > node.gpu_count || rank < 0 || rank >= P)
+    throw std::invalid_argument("collective_host_link_use: expected 2 <= P <= " + std::to_string(node.gpu_count) +
+                                " and 0 <= rank < P, got P " + std::to_string(P) + ", rank " + std::to_string(rank));
   const LinkSpec& link = node.host_link(rank);
   const int li = static_cast<int>(&link - node.links.data());
   const std::string gpu = "gpu" + std::to_string(rank);

@@ -19,6 +19,7 @@
 //      3. else staged through host memory (NCCL SHM): src → the host memory vertex nearest the
 //         source → dst, at NodeSpec::collective_flow_bytes_per_s per flow.
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -80,5 +81,21 @@ struct HostLinkUse {
   double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
 };
 HostLinkUse collective_host_link_use(const NodeSpec& node, int rank, int P);
+/// The same on routes already built for `node` (NodeRoutes(node) or shared_node_routes(node)).
+HostLinkUse collective_host_link_use(const NodeRoutes& routes, const NodeSpec& node, int rank, int P);
+
+/// Every NodeSpec field that NodeRoutes (and sim/topology.hpp's Topology, which adds the link
+/// names and capacities it registers) reads, as bytes: id, gpu_count, vertices, every LinkSpec
+/// field, p2p_enabled, p2p_level, p2p_disabled_pairs, p2p_flow_bytes_per_s and
+/// collective_flow_bytes_per_s. Nodes with equal keys have identical routes and topologies. Keep it
+/// in step with the NodeRoutes and Topology constructors (tests/test_fast_paths.cpp compares the
+/// memoised objects with fresh ones on mutated nodes).
+std::string routes_key(const NodeSpec& node);
+
+/// NodeRoutes(node), memoised per thread by routes_key (the 16 most recently used topologies):
+/// the planners (collective_host_link_use, through model/link_model.hpp) and the simulator ask for
+/// the same few nodes' routes thousands of times in a sweep, and building them (a Boost graph,
+/// three all-pairs searches) costs more than the rest of the question. Throws as NodeRoutes.
+std::shared_ptr<const NodeRoutes> shared_node_routes(const NodeSpec& node);
 
 }  // namespace chunkflow

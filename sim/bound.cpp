@@ -19,7 +19,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s) {
   MaxMinSolver solver;
-  const Topology topology(node, solver);
+  const std::shared_ptr<const Topology> shared_topology = Topology::shared(node);  // memoised per node
+  const Topology& topology = *shared_topology;
+  topology.register_resources(solver);
   const int s = plan.info.steps - 1;
   const int ranks = plan.info.ranks;
 

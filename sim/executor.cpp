@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <stdexcept>
 #include <vector>
@@ -42,7 +43,8 @@ struct ActiveFlow {
 class Simulation {
  public:
   Simulation(const StepPlan& plan, const NodeSpec& node, const SimOptions& options)
-      : plan_(plan), node_(node), options_(options), topology_(node, solver_) {
+      : plan_(plan), node_(node), options_(options), topology_holder_(Topology::shared(node)), topology_(*topology_holder_) {
+    topology_.register_resources(solver_);
     const int n = static_cast<int>(plan.ops.size());
     pending_deps_.resize(n);
     successors_.resize(n);
@@ -65,6 +67,12 @@ class Simulation {
       link_resources_.push_back(dir.resource);
     }
     link_rate_.assign(link_resources_.size(), 0.0);
+    // Compute time per (block, stage), filled on first use: a pure function of the stage and the
+    // node, so every rank and step of a stage shares one evaluation.
+    stage_offset_.reserve(plan.cost.blocks.size() + 1);
+    stage_offset_.push_back(0);
+    for (const BlockCost& b : plan.cost.blocks) stage_offset_.push_back(stage_offset_.back() + int(b.stages.size()));
+    stage_time_s_.assign(std::size_t(stage_offset_.back()), -1.0);
     link_since_.assign(link_resources_.size(), 0.0);
     flows_on_resource_.assign(solver_.resource_count(), 0);
   }
@@ -119,7 +127,7 @@ class Simulation {
     }
     start_op(id);
     if (op.kind == OpKind::compute) {
-      double d = op.stage >= 0 ? stage_compute_time_s(plan_.stage_of(op), node_) : 0.0;
+      double d = op.stage >= 0 ? stage_time_s(op) : 0.0;
       // Calibrated interference (NodeSpec::compute_slowdown_*): a compute op that starts while an
       // H2D copy or a collective of its rank is in flight runs (1 + s) × longer. First order: the
       // state at the op's start decides, it is not re-evaluated while the op runs.
@@ -129,6 +137,14 @@ class Simulation {
     } else {
       push(now_ + node_.h2d_latency_s, EventKind::flows_start, id, false);
     }
+  }
+
+  /// stage_compute_time_s(plan.stage_of(op), node), evaluated once per (block, stage).
+  double stage_time_s(const PlanOp& op) {
+    const StageCost& stage = plan_.stage_of(op);  // validates the indices
+    double& t = stage_time_s_[std::size_t(stage_offset_[op.block] + op.stage)];
+    if (t < 0) t = stage_compute_time_s(stage, node_);
+    return t;
   }
 
   void start_op(int id) {
@@ -261,7 +277,7 @@ class Simulation {
     for (const auto& op : plan_.ops) {
       TimelineRow row;
       row.op_id = op.id;
-      row.name = op.name;
+      if (options_.record_op_names) row.name = op.name;
       row.kind = op.kind;
       row.lane = op.lane;
       row.rank = op.rank;
@@ -286,11 +302,14 @@ class Simulation {
   const NodeSpec& node_;
   SimOptions options_;
   MaxMinSolver solver_;
-  Topology topology_;
+  std::shared_ptr<const Topology> topology_holder_;  ///< memoised per node (Topology::shared)
+  const Topology& topology_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   uint64_t event_count_ = 0;
   double now_ = 0;
+  std::vector<int> stage_offset_;      ///< first (block, stage) slot of each block
+  std::vector<double> stage_time_s_;   ///< per (block, stage), s; < 0 until first used
   std::vector<int> pending_deps_;
   std::vector<std::vector<int>> successors_;
   std::vector<double> start_s_, end_s_;

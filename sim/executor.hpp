@@ -37,6 +37,9 @@ namespace chunkflow {
 struct SimOptions {
   bool record_links = true;   ///< per-link throughput samples for the trace (off in sweeps)
   bool record_memory = true;  ///< memory samples in the timeline (the summary's peak is exact either way)
+  /// Op names in the timeline rows (off in sweeps: the summary, the bound and the events do not
+  /// read them; every other row field is filled either way).
+  bool record_op_names = true;
 };
 
 struct SimResult {

@@ -4,10 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <list>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "model/error.hpp"
 #include "model/json_file.hpp"
@@ -95,6 +100,7 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
   for (auto it = g.begin(); it != g.end(); ++it)
     if (!known.count(it.key())) throw InputError(file, "/" + it.key(), std::string("unknown field; expected one of ") + kGridKeys);
   Grid grid;
+  grid.sim_memo = std::make_shared<GridSimMemo>();
   grid.file = file;
   grid.text_digest = fnv1a_hex(g.dump());
   auto text = [&](const char* key, std::string& out) {
@@ -438,6 +444,124 @@ GridCounts count_grid(const Grid& grid) {
   return counts;
 }
 
+/// What a grid row takes from simulating a plan.
+struct SimOutcome {
+  StepSummary summary;
+  StepBound bound;
+  uint64_t events = 0;
+};
+
+/// Simulation outcomes by encoded plan (see run_grid_config in grid.hpp), least recently used
+/// dropped beyond kMaxBytes of keys: configurations are enumerated workload by workload, so the
+/// plans a configuration can share sit a few hundred configurations apart at most, and memory stays
+/// flat in the number of configurations. Thread-safe.
+class GridSimMemo {
+ public:
+  static constexpr std::size_t kMaxBytes = std::size_t(64) << 20;
+
+  std::optional<SimOutcome> find(const std::string& key) {
+    const std::size_t h = std::hash<std::string_view>{}(key);
+    std::lock_guard lock(m_);
+    auto range = index_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second->key == key) {
+        entries_.splice(entries_.begin(), entries_, it->second);  // most recently used first
+        ++hits_;
+        return it->second->outcome;
+      }
+    ++misses_;
+    return std::nullopt;
+  }
+
+  void insert(const std::string& key, const SimOutcome& outcome) {
+    const std::size_t h = std::hash<std::string_view>{}(key);
+    std::lock_guard lock(m_);
+    auto range = index_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second->key == key) return;  // another thread simulated the same plan meanwhile
+    entries_.push_front(Entry{h, key, outcome});
+    index_.emplace(h, entries_.begin());
+    bytes_ += key.size();
+    while (bytes_ > kMaxBytes && entries_.size() > 1) {
+      const Entry& last = entries_.back();
+      auto r = index_.equal_range(last.hash);
+      for (auto it = r.first; it != r.second; ++it)
+        if (it->second == std::prev(entries_.end())) {
+          index_.erase(it);
+          break;
+        }
+      bytes_ -= last.key.size();
+      entries_.pop_back();
+    }
+  }
+
+  GridSimMemoStats stats() {
+    std::lock_guard lock(m_);
+    return {hits_, misses_, bytes_};
+  }
+
+ private:
+  struct Entry {
+    std::size_t hash;
+    std::string key;
+    SimOutcome outcome;
+  };
+  std::mutex m_;
+  std::list<Entry> entries_;
+  std::unordered_multimap<std::size_t, std::list<Entry>::iterator> index_;
+  std::size_t bytes_ = 0;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+namespace {
+
+/// Appends v as a zigzag LEB128 varint (small integers, negative ones too, take one byte).
+void put_varint(std::string& out, int64_t v) {
+  uint64_t z = (uint64_t(v) << 1) ^ uint64_t(v >> 63);
+  while (z >= 0x80) {
+    out += char(z | 0x80);
+    z >>= 7;
+  }
+  out += char(z);
+}
+void put_double(std::string& out, double v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+/// The plan as validate() and simulate() (with step_bound) read it, minus its workload and cost:
+/// the grid workload index stands for them (build_plan_from_schedule sets plan.workload = the
+/// workload and plan.cost = forward_cost(workload)). Per op: kind, lane, rank, step, block, stage,
+/// chunk, slot, collective group, the non-zero ones of flop, bytes, src_offset_bytes, alloc_bytes,
+/// free_bytes, rate_cap_bytes_per_s (after a mask), deps and data_deps relative to the op's id.
+/// Op ids are their indices (validate() checks it; an op whose id is not is encoded as such).
+void encode_plan(const StepPlan& plan, int workload, std::string& out) {
+  out.clear();
+  const PlanInfo& i = plan.info;
+  for (int64_t v : {int64_t(workload), int64_t(i.steps), int64_t(i.ranks), int64_t(i.slot_count), int64_t(plan.ops.size())})
+    put_varint(out, v);
+  for (double v : {i.slot_bytes, i.resident_weight_bytes, i.activation_bytes}) put_double(out, v);
+  for (std::size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp& op = plan.ops[k];
+    if (op.id != int(k)) put_varint(out, -1 - int64_t(op.id));  // never in a valid plan; keeps such a plan distinct
+    put_varint(out, int64_t(op.kind));
+    put_varint(out, int64_t(op.lane));
+    for (int v : {op.rank, op.step, op.block, op.stage, op.chunk, op.slot, op.collective_group}) put_varint(out, v);
+    const double d[6] = {op.flop, op.bytes, op.src_offset_bytes, op.alloc_bytes, op.free_bytes, op.rate_cap_bytes_per_s};
+    int mask = 0;
+    for (int j = 0; j < 6; ++j)
+      if (d[j] != 0 || std::signbit(d[j])) mask |= 1 << j;
+    out += char(mask);
+    for (int j = 0; j < 6; ++j)
+      if (mask >> j & 1) put_double(out, d[j]);
+    put_varint(out, int64_t(op.deps.size()));
+    for (int x : op.deps) put_varint(out, int64_t(k) - x);
+    put_varint(out, int64_t(op.data_deps.size()));
+    for (int x : op.data_deps) put_varint(out, int64_t(k) - x);
+  }
+}
+
+}  // namespace
+
+GridSimMemoStats grid_sim_memo_stats(const Grid& grid) { return grid.sim_memo ? grid.sim_memo->stats() : GridSimMemoStats{}; }
+
 GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
   const GridWorkload& gw = grid.workloads[config.workload];
   const PolicyConfig& p = grid.policies[config.policy];
@@ -451,13 +575,21 @@ GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
     out.left_out_reason = gw.scenario.name + ", " + describe(p) + ": " + e.message();
     return out;
   }
-  validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
-  SimOptions options;
-  options.record_links = false;
-  options.record_memory = false;
-  const SimResult r = simulate(plan, gw.scenario.node, options);
-  out.row = SweepRow{int(config.index), p, plan.info, r.summary,
-                     memory_verdict(plan, gw.scenario.node, r.summary.peak_memory_bytes), r.bound, r.events, plan.ops.size()};
+  thread_local std::string key;  // reused: no allocation once grown
+  encode_plan(plan, config.workload, key);
+  std::optional<SimOutcome> o = grid.sim_memo ? grid.sim_memo->find(key) : std::nullopt;
+  if (!o) {  // a plan not seen yet (or dropped): the full path
+    validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
+    SimOptions options;
+    options.record_links = false;
+    options.record_memory = false;
+    options.record_op_names = false;  // rows need the summary, the bound and the events only
+    const SimResult r = simulate(plan, gw.scenario.node, options);
+    o = SimOutcome{r.summary, r.bound, r.events};
+    if (grid.sim_memo) grid.sim_memo->insert(key, *o);
+  }
+  out.row = SweepRow{int(config.index), p, plan.info, o->summary,
+                     memory_verdict(plan, gw.scenario.node, o->summary.peak_memory_bytes), o->bound, o->events, plan.ops.size()};
   return out;
 }
 

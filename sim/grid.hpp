@@ -32,6 +32,7 @@
 // grid.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ struct GridWorkload {
   std::string layout_label;  ///< the layout entry as "key=value;..." ("" = the base scenario's)
 };
 
+/// Simulation outcomes remembered by plan content across a grid's configurations (sim/grid.cpp).
+class GridSimMemo;
+
 struct Grid {
   std::string file;          ///< the grid file ("" when given as JSON in memory)
   std::string name;
@@ -61,6 +65,8 @@ struct Grid {
   int64_t collapsed = 0;                 ///< products an axis does not apply to
   int64_t invalid_workloads = 0;         ///< workload combinations the scenario reader rejects
   std::string first_invalid_workload;    ///< ... the first one's reason
+  /// What run_grid_config remembers between configurations (shared by the threads; one per Grid).
+  std::shared_ptr<GridSimMemo> sim_memo;
 };
 
 /// Reads a grid file (schema above). Throws InputError naming the file and the JSON pointer (e.g.
@@ -115,7 +121,23 @@ struct GridRow {
 
 /// Plans, validates and simulates one configuration (as `sweep` does). Throws what build_plan,
 /// validate and simulate throw, except the budget's InputError (→ left_out_reason).
+/// Shortcut (issue 12 §2): configurations that differ only in axes the planner did not act on (a
+/// memory budget that changes no slot, "auto" resolving to a listed fraction) build the same plan.
+/// The plan is always built; when one equal to it in everything validate() and simulate() read
+/// (every op field but the name, the plan info's steps, ranks, slots and resident/activation
+/// bytes; workload and cost are the grid workload's, as build_plan_from_schedule sets them) was
+/// validated and simulated before, its summary, bound and event count are taken (the same
+/// deterministic function of the same input); otherwise it is validated and simulated. Equality
+/// is checked on the whole encoded plan, not on a hash. tests/test_fast_paths.cpp compares with the
+/// full path on random runs of consecutive configurations.
 GridRow run_grid_config(const Grid& grid, const GridConfig& config);
+
+/// Hits and misses of a grid's simulation memo so far (for reports and benchmarks).
+struct GridSimMemoStats {
+  int64_t hits = 0, misses = 0;
+  std::size_t bytes = 0;  ///< encoded plans kept
+};
+GridSimMemoStats grid_sim_memo_stats(const Grid& grid);
 
 /// CSV header line (with '\n') and one row's line. Columns: config_index, model, node, layout,
 /// height, width, frames, batch, ulysses_degree, policy, chunk_mib, resident_fraction,

@@ -136,6 +136,7 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
   SimOptions options;
   options.record_links = false;
   options.record_memory = false;
+  options.record_op_names = false;  // rows need the summary, the bound and the events only
   std::vector<char> done(mine.size(), 0);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < int(mine.size()); ++i) {

@@ -35,7 +35,8 @@ int Topology::add_vertex_name(const std::string& name, VertexKind kind) {
 }
 
 Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node.gpu_count) {
-  const NodeRoutes routes(node);  // validates the links before anything is registered
+  const std::shared_ptr<const NodeRoutes> shared_routes = shared_node_routes(node);  // validates the links first
+  const NodeRoutes& routes = *shared_routes;
   for (std::size_t v = 0; v < routes.vertex_names().size(); ++v)
     add_vertex_name(routes.vertex_names()[v], routes.vertex_kinds()[v]);
   const int n_vertices = static_cast<int>(vertex_names_.size());
@@ -44,6 +45,7 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
     const int id = solver.add_resource(capacity, name);
     resource_names_.push_back(name);
     resource_ids_.push_back(id);
+    resource_capacities_.push_back(capacity);
     return id;
   };
   // Directions in NodeRoutes' order: link i is 2i (a→b) and 2i+1 (b→a).
@@ -121,6 +123,40 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
       routes_[k] = peer.route;
       reachable_[k] = 1;
     }
+  const int host = vertex_index_.at(kHostVertex);
+  for (int g = 0; g < G; ++g) {
+    const std::size_t k = static_cast<std::size_t>(host) * n_vertices + vertex_index_.at(gpu_vertex(g));
+    h2d_route_index_.push_back(reachable_[k] ? std::ptrdiff_t(k) : -1);
+  }
+}
+
+const Topology::Route& Topology::h2d_route(int rank) const {
+  if (rank >= 0 && rank < int(h2d_route_index_.size()) && h2d_route_index_[std::size_t(rank)] >= 0)
+    return routes_[std::size_t(h2d_route_index_[std::size_t(rank)])];
+  return route(kHostVertex, gpu_vertex(rank));  // throws the error route() gives
+}
+
+std::shared_ptr<const Topology> Topology::shared(const NodeSpec& node) {
+  constexpr std::size_t kKept = 16;
+  thread_local std::vector<std::pair<std::string, std::shared_ptr<const Topology>>> cache;  // most recent first
+  std::string key = routes_key(node);
+  for (std::size_t i = 0; i < cache.size(); ++i)
+    if (cache[i].first == key) {
+      std::rotate(cache.begin(), cache.begin() + std::ptrdiff_t(i), cache.begin() + std::ptrdiff_t(i) + 1);
+      return cache.front().second;
+    }
+  MaxMinSolver scratch;
+  auto topology = std::make_shared<const Topology>(node, scratch);  // throws before anything is kept
+  if (cache.size() == kKept) cache.pop_back();
+  cache.emplace(cache.begin(), std::move(key), topology);
+  return topology;
+}
+
+void Topology::register_resources(MaxMinSolver& solver) const {
+  for (std::size_t i = 0; i < resource_ids_.size(); ++i)
+    if (solver.add_resource(resource_capacities_[i], resource_names_[i]) != resource_ids_[i])
+      throw std::logic_error("Topology::register_resources: the solver must hand out the ids this topology was built "
+                             "with (resource '" + resource_names_[i] + "'): use an empty solver");
 }
 
 const Topology::PeerPath& Topology::peer_path(int a, int b) const {

@@ -29,6 +29,7 @@
 // link (coefficients summed when crossed twice). Without NVLink and P2P, gpu0→gpu1 on 2xh100-pcie
 // goes gpu0→host→gpu1: pcie.gpu0.d2h, pcie.gpu0.duplex, pcie.gpu1.h2d, pcie.gpu1.duplex.
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -74,12 +75,25 @@ class Topology {
   /// Source: systems-and-hardware.md §3, §5.
   Topology(const NodeSpec& node, MaxMinSolver& solver);
 
+  /// Topology(node, an empty solver), memoised per thread by model/routes.hpp routes_key (the 16
+  /// most recently used topologies): a sweep simulates thousands of plans on a few nodes. Use it
+  /// with register_resources on the simulation's own (empty) solver. Throws as the constructor.
+  static std::shared_ptr<const Topology> shared(const NodeSpec& node);
+
+  /// Registers this topology's resources (capacities and names as the constructor did) in
+  /// `solver`, which must hand out the same ids (an empty solver does). Throws std::logic_error
+  /// otherwise.
+  void register_resources(MaxMinSolver& solver) const;
+
   /// The resources of the route src→dst, ready for MaxMinSolver::add_flow: a GPU pair's
   /// peer_path route, else the fewest-hops path without NVLink. Precomputed; a table lookup.
   /// Throws std::invalid_argument for an unknown vertex, src == dst, or no path.
   const Route& route(const std::string& src, const std::string& dst) const;
   /// Same by vertex index (see vertex()); the fast path for the executor.
   const Route& route(int src_vertex, int dst_vertex) const;
+
+  /// route("host", "gpu<rank>"), the H2D copies' route, resolved once per GPU. Throws as route().
+  const Route& h2d_route(int rank) const;
 
   /// The vertex names along the route src→dst, src first (for traces and tests). Throws as route().
   std::vector<std::string> route_vertices(const std::string& src, const std::string& dst) const;
@@ -134,6 +148,7 @@ class Topology {
   std::unordered_map<std::string, int> vertex_index_;
   std::vector<std::string> resource_names_;
   std::vector<int> resource_ids_;
+  std::vector<double> resource_capacities_;  ///< bytes/s, as registered (register_resources)
   std::vector<LinkDirection> directions_;   // edge index → direction
   std::vector<int> duplex_switched_;
   int gpu_count_ = 0;
@@ -143,6 +158,7 @@ class Topology {
   std::vector<PeerPath> peers_;             // [a * gpu_count + b]
   std::vector<char> peer_ok_;
   std::vector<std::string> peer_error_;
+  std::vector<std::ptrdiff_t> h2d_route_index_;  // [gpu]: index of route(host, gpu) in routes_, -1: none
 };
 
 }  // namespace chunkflow
