@@ -19,6 +19,14 @@ int StepPlan::add(PlanOp op) {
   // plan reads hundreds of copies; the pairwise scan this replaces was O(d²) and a tenth of a sweep).
   auto dedupe = [](std::vector<int>& xs) {
     if (xs.size() < 2) return;
+    if (xs.size() <= 16) {  // the usual op: a pairwise scan in place, no allocation (same result)
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        if (std::find(xs.begin(), xs.begin() + std::ptrdiff_t(kept), xs[i]) == xs.begin() + std::ptrdiff_t(kept))
+          xs[kept++] = xs[i];
+      xs.resize(kept);
+      return;
+    }
     std::vector<int> sorted = xs;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return;  // no repeats

@@ -46,6 +46,17 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     return alone_s[op.bytes] = node.collective_latency_s + t;
   };
 
+  // Compute time per (block, stage), evaluated once: every rank runs the same stages.
+  std::vector<std::size_t> stage_offset{0};
+  for (const BlockCost& bc : plan.cost.blocks) stage_offset.push_back(stage_offset.back() + bc.stages.size());
+  std::vector<double> stage_s(stage_offset.back(), -1.0);
+  auto stage_time_s = [&](const PlanOp& op) {
+    const StageCost& stage = plan.stage_of(op);  // validates the indices
+    double& t = stage_s[stage_offset[std::size_t(op.block)] + std::size_t(op.stage)];
+    if (t < 0) t = stage_compute_time_s(stage, node);
+    return t;
+  };
+
   StepBound b;
   b.critical_path_s = kInf;
   std::vector<double> resource_bytes(solver.resource_count(), 0.0);
@@ -58,7 +69,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       if (op.kind == OpKind::compute) {
         if (first_compute < 0) first_compute = int(i);
         last_compute = int(i);
-        path += op.stage >= 0 ? stage_compute_time_s(plan.stage_of(op), node) : 0.0;
+        path += op.stage >= 0 ? stage_time_s(op) : 0.0;
       } else if (op.kind == OpKind::collective) {
         path += collective_alone_s(op);
         if (first_collective < 0 && first_compute >= 0) first_collective = int(i);

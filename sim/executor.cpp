@@ -38,6 +38,7 @@ struct ActiveFlow {
   int owner;   ///< op id or group id
   bool group;  ///< owner is a collective group
   const Topology::Route* route;  ///< the resources it uses (owned by the Topology)
+  double rate = 0;               ///< bytes/s, the solver's rate since the last solve
 };
 
 class Simulation {
@@ -47,12 +48,18 @@ class Simulation {
     topology_.register_resources(solver_);
     const int n = static_cast<int>(plan.ops.size());
     pending_deps_.resize(n);
-    successors_.resize(n);
     start_s_.assign(n, -1.0);
     end_s_.assign(n, -1.0);
+    // Successors in compressed rows (one allocation, not one per op), each row in plan order.
+    successor_begin_.assign(std::size_t(n) + 1, 0);
+    for (const auto& op : plan.ops)
+      for (int d : op.deps) ++successor_begin_[std::size_t(d) + 1];
+    for (int i = 0; i < n; ++i) successor_begin_[std::size_t(i) + 1] += successor_begin_[std::size_t(i)];
+    successors_.resize(std::size_t(successor_begin_[std::size_t(n)]));
+    std::vector<int> fill(successor_begin_.begin(), successor_begin_.end() - 1);
     for (const auto& op : plan.ops) {
       pending_deps_[op.id] = static_cast<int>(op.deps.size());
-      for (int d : op.deps) successors_[d].push_back(op.id);
+      for (int d : op.deps) successors_[std::size_t(fill[std::size_t(d)]++)] = op.id;
       if (op.kind == OpKind::collective) {
         if (op.collective_group >= int(groups_.size())) groups_.resize(op.collective_group + 1);
         groups_[op.collective_group].members.push_back(op.id);
@@ -84,10 +91,8 @@ class Simulation {
     while (!events_.empty() || !flows_.empty()) {
       const double event_t = events_.empty() ? kInf : events_.top().time_s;
       double flow_t = kInf;
-      for (const auto& f : flows_) {
-        const double rate = solver_.rate(f.solver_id);
-        if (rate > 0) flow_t = std::min(flow_t, now_ + f.remaining_bytes / rate);
-      }
+      for (const auto& f : flows_)
+        if (f.rate > 0) flow_t = std::min(flow_t, now_ + f.remaining_bytes / f.rate);
       if (event_t == kInf && flow_t == kInf) throw std::logic_error("simulate: flows with zero rate and no events");
       if (flow_t < event_t) {
         advance_flows(flow_t);
@@ -169,13 +174,13 @@ class Simulation {
       memory_[op.rank] -= op.free_bytes;
       sample_memory(op.rank);
     }
-    for (int s : successors_[id])
-      if (--pending_deps_[s] == 0) make_ready(s);
+    for (int k = successor_begin_[std::size_t(id)]; k < successor_begin_[std::size_t(id) + 1]; ++k)
+      if (--pending_deps_[successors_[std::size_t(k)]] == 0) make_ready(successors_[std::size_t(k)]);
   }
 
   void add_flow(const Topology::Route& route, double bytes, double bound, int owner, bool group) {
     const int id = solver_.add_flow(route, bound);
-    flows_.push_back({id, bytes, owner, group, &route});
+    flows_.push_back({id, bytes, owner, group, &route, 0.0});
     count_route(route, +1);
   }
 
@@ -209,13 +214,14 @@ class Simulation {
   void advance_flows(double t) {
     const double dt = t - now_;
     if (dt > 0)
-      for (auto& f : flows_) f.remaining_bytes -= solver_.rate(f.solver_id) * dt;
+      for (auto& f : flows_) f.remaining_bytes -= f.rate * dt;
     now_ = t;
   }
 
   void finish_flows() {
     // Every flow whose bytes are (numerically) done completes now.
-    std::vector<ActiveFlow> done;
+    std::vector<ActiveFlow>& done = done_;  // reused: no allocation once grown
+    done.clear();
     double min_left = kInf;
     std::size_t min_i = 0;
     for (std::size_t i = 0; i < flows_.size(); ++i)
@@ -246,6 +252,7 @@ class Simulation {
   void resolve() {
     topology_.apply_under_duplex(solver_, flows_on_resource_);
     solver_.solve();
+    for (auto& f : flows_) f.rate = solver_.rate(f.solver_id);  // read once per solve, not per event
     if (!options_.record_links) return;
     for (std::size_t i = 0; i < link_resources_.size(); ++i) {
       const double rate = solver_.load(link_resources_[i]);
@@ -311,10 +318,12 @@ class Simulation {
   std::vector<int> stage_offset_;      ///< first (block, stage) slot of each block
   std::vector<double> stage_time_s_;   ///< per (block, stage), s; < 0 until first used
   std::vector<int> pending_deps_;
-  std::vector<std::vector<int>> successors_;
+  std::vector<int> successor_begin_;   ///< successors of op i: successors_[begin[i] .. begin[i+1])
+  std::vector<int> successors_;
   std::vector<double> start_s_, end_s_;
   std::vector<Group> groups_;
   std::vector<ActiveFlow> flows_;
+  std::vector<ActiveFlow> done_;
   std::vector<int> flows_on_resource_;  ///< active flows per solver resource (under-duplex switching)
   std::vector<double> memory_;
   std::vector<int> in_flight_h2d_, in_flight_collective_;  ///< per rank, ops started and not ended

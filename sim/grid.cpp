@@ -515,16 +515,21 @@ class GridSimMemo {
 
 namespace {
 
-/// Appends v as a zigzag LEB128 varint (small integers, negative ones too, take one byte).
-void put_varint(std::string& out, int64_t v) {
+/// Writes v as a zigzag LEB128 varint at `at` (small integers, negative ones too, take one byte);
+/// returns the end. At most 10 bytes.
+char* put_varint(char* at, int64_t v) {
   uint64_t z = (uint64_t(v) << 1) ^ uint64_t(v >> 63);
   while (z >= 0x80) {
-    out += char(z | 0x80);
+    *at++ = char(z | 0x80);
     z >>= 7;
   }
-  out += char(z);
+  *at++ = char(z);
+  return at;
 }
-void put_double(std::string& out, double v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+char* put_double(char* at, double v) {
+  std::memcpy(at, &v, sizeof v);
+  return at + sizeof v;
+}
 
 /// The plan as validate() and simulate() (with step_bound) read it, minus its workload and cost:
 /// the grid workload index stands for them (build_plan_from_schedule sets plan.workload = the
@@ -533,29 +538,33 @@ void put_double(std::string& out, double v) { out.append(reinterpret_cast<const 
 /// free_bytes, rate_cap_bytes_per_s (after a mask), deps and data_deps relative to the op's id.
 /// Op ids are their indices (validate() checks it; an op whose id is not is encoded as such).
 void encode_plan(const StepPlan& plan, int workload, std::string& out) {
-  out.clear();
+  std::size_t bound = 5 * 10 + 3 * 8;  // an upper bound of the encoding's size: written through a pointer
+  for (const PlanOp& op : plan.ops) bound += 10 * (12 + op.deps.size() + op.data_deps.size()) + 1 + 6 * 8;
+  out.resize(bound);
+  char* at = out.data();
   const PlanInfo& i = plan.info;
   for (int64_t v : {int64_t(workload), int64_t(i.steps), int64_t(i.ranks), int64_t(i.slot_count), int64_t(plan.ops.size())})
-    put_varint(out, v);
-  for (double v : {i.slot_bytes, i.resident_weight_bytes, i.activation_bytes}) put_double(out, v);
+    at = put_varint(at, v);
+  for (double v : {i.slot_bytes, i.resident_weight_bytes, i.activation_bytes}) at = put_double(at, v);
   for (std::size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp& op = plan.ops[k];
-    if (op.id != int(k)) put_varint(out, -1 - int64_t(op.id));  // never in a valid plan; keeps such a plan distinct
-    put_varint(out, int64_t(op.kind));
-    put_varint(out, int64_t(op.lane));
-    for (int v : {op.rank, op.step, op.block, op.stage, op.chunk, op.slot, op.collective_group}) put_varint(out, v);
+    if (op.id != int(k)) at = put_varint(at, -1 - int64_t(op.id));  // never in a valid plan; keeps such a plan distinct
+    at = put_varint(at, int64_t(op.kind));
+    at = put_varint(at, int64_t(op.lane));
+    for (int v : {op.rank, op.step, op.block, op.stage, op.chunk, op.slot, op.collective_group}) at = put_varint(at, v);
     const double d[6] = {op.flop, op.bytes, op.src_offset_bytes, op.alloc_bytes, op.free_bytes, op.rate_cap_bytes_per_s};
     int mask = 0;
     for (int j = 0; j < 6; ++j)
       if (d[j] != 0 || std::signbit(d[j])) mask |= 1 << j;
-    out += char(mask);
+    *at++ = char(mask);
     for (int j = 0; j < 6; ++j)
-      if (mask >> j & 1) put_double(out, d[j]);
-    put_varint(out, int64_t(op.deps.size()));
-    for (int x : op.deps) put_varint(out, int64_t(k) - x);
-    put_varint(out, int64_t(op.data_deps.size()));
-    for (int x : op.data_deps) put_varint(out, int64_t(k) - x);
+      if (mask >> j & 1) at = put_double(at, d[j]);
+    at = put_varint(at, int64_t(op.deps.size()));
+    for (int x : op.deps) at = put_varint(at, int64_t(k) - x);
+    at = put_varint(at, int64_t(op.data_deps.size()));
+    for (int x : op.data_deps) at = put_varint(at, int64_t(k) - x);
   }
+  out.resize(std::size_t(at - out.data()));
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ int MaxMinSolver::add_resource(double capacity_bytes_per_s, std::string name) {
   unfixed_users_.resize(n);
   load_.resize(n, 0.0);
   saturated_.resize(n);
+  in_use_.resize(n, 0);
   dirty_ = true;
   return static_cast<int>(n - 1);
 }
@@ -115,19 +116,22 @@ void MaxMinSolver::clear_flows() {
 
 void MaxMinSolver::solve() {
   if (!dirty_) return;
-  const std::size_t n_res = resources_.size();
-  for (std::size_t r = 0; r < n_res; ++r) {
-    remaining_[r] = resources_[r].capacity_bytes_per_s;
-    load_[r] = 0;
-  }
+  // Only the resources some active flow uses take part (a node has tens of link directions, a
+  // moment a handful of flows): the same arithmetic in the same flow order as over every resource,
+  // so the rates are the same bit for bit; loads of the others read 0.
+  for (int r : used_) load_[r] = 0, in_use_[r] = 0;
+  used_.clear();
+  for (int id : active_)
+    for (const auto& [r, a] : flows_[id].uses)
+      if (!in_use_[r]) in_use_[r] = 1, used_.push_back(r);
+  for (int r : used_) remaining_[r] = resources_[r].capacity_bytes_per_s;
   unfixed_.assign(active_.begin(), active_.end());  // no allocation once capacity suffices
   int rounds = 0;
 
   while (!unfixed_.empty()) {
     ++rounds;
     // Σ a·w per resource over the unfixed flows, recomputed each round (no drift from subtraction).
-    std::fill(denom_.begin(), denom_.end(), 0.0);
-    std::fill(unfixed_users_.begin(), unfixed_users_.end(), 0);
+    for (int r : used_) denom_[r] = 0.0, unfixed_users_[r] = 0;
     double level = kInf;
     for (int id : unfixed_) {
       const Flow& f = flows_[id];
@@ -137,7 +141,7 @@ void MaxMinSolver::solve() {
       }
       if (f.bound_bytes_per_s < kInf) level = std::min(level, f.bound_bytes_per_s / f.weight);
     }
-    for (std::size_t r = 0; r < n_res; ++r) {
+    for (int r : used_) {
       if (unfixed_users_[r] > 0 && denom_[r] > 0)
         level = std::min(level, std::max(remaining_[r], 0.0) / denom_[r]);
     }
@@ -151,7 +155,7 @@ void MaxMinSolver::solve() {
       break;
     }
     const double threshold = level * (1 + kLevelTieRelTol);
-    for (std::size_t r = 0; r < n_res; ++r)
+    for (int r : used_)
       saturated_[r] = unfixed_users_[r] > 0 && denom_[r] > 0 &&
                       std::max(remaining_[r], 0.0) / denom_[r] <= threshold;
 

@@ -133,6 +133,8 @@ class MaxMinSolver {
   std::vector<double> load_;         // per resource: Σ a·rate after solve()
   std::vector<char> saturated_;      // per resource: bottleneck of the current round
   std::vector<int> unfixed_;         // active flows not yet fixed
+  std::vector<int> used_;            // resources some active flow used at the last solve()
+  std::vector<char> in_use_;         // per resource: in used_
 };
 
 /// Plain reference implementation of the same allocation, used as the test oracle: recomputes

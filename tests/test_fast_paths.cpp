@@ -8,7 +8,10 @@
 //    its start + stage_compute_time_s(its stage, node) (no calibrated slowdown on these nodes);
 //  - SimOptions::record_op_names = false changes nothing but the rows' names;
 //  - sim/grid.hpp run_grid_config's memo of simulation outcomes by plan content: every row equals
-//    build_plan → validate → simulate of its configuration, bit for bit.
+//    build_plan → validate → simulate of its configuration, bit for bit;
+//  - the max-min solver's loop over the resources in use only: tests/test_maxmin.cpp (against
+//    maxmin_reference) and every comparison above, which runs it;
+//  - traces/timeline.cpp summarize's row index by position = its hash map on renumbered ids.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <optional>
@@ -292,4 +295,33 @@ TEST_CASE("the grid's simulation memo gives every row the full path's result (bu
   std::uniform_int_distribution<int64_t> pick(0, lc.configurations - 71);
   for (int run = 0; run < 2; ++run) CHECK(compare_run(large, pick(rng), 70) > 0);
   CHECK(grid_sim_memo_stats(large).hits > 0);
+}
+
+TEST_CASE("summarize indexes rows by position when ids are positions: equal to the hash map path on "
+          "renumbered ids", "[fast][summarize]") {
+  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/small.json");
+  GridCursor cursor(g);
+  int compared = 0;
+  while (const auto c = cursor.next()) {
+    if (c->index % 7 != 0) continue;
+    const auto full = full_path(g, *c);
+    if (!full) continue;
+    // Ids shifted by 1000 (and the deps with them): no id is its row's index, so the map is used.
+    Timeline shifted = full->timeline;
+    for (TimelineRow& row : shifted.rows) {
+      row.op_id += 1000;
+      for (int& d : row.deps) d += 1000;
+    }
+    const StepSummary a = summarize(full->timeline), b = summarize(shifted);
+    CHECK(a.step_time_s == b.step_time_s);
+    CHECK(a.compute_time_s == b.compute_time_s);
+    CHECK(a.h2d_time_s == b.h2d_time_s);
+    CHECK(a.comm_time_s == b.comm_time_s);
+    CHECK(a.prefetch_stall_s == b.prefetch_stall_s);
+    CHECK(a.collective_time_s == b.collective_time_s);
+    CHECK(a.h2d_bytes == b.h2d_bytes);
+    CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
+    ++compared;
+  }
+  CHECK(compared >= 10);
 }

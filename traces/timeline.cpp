@@ -45,14 +45,26 @@ StepSummary summarize(const Timeline& timeline) {
   }
   const int s = timeline.steps - 1;
 
+  // Rows by op id: the row index itself when every row's id is its index (every simulated
+  // timeline: no duplicates then), else a hash map (measured traces may number sparsely).
+  const std::size_t n_rows = timeline.rows.size();
+  bool dense = true;
+  for (std::size_t i = 0; i < n_rows && dense; ++i) dense = timeline.rows[i].op_id == static_cast<int>(i);
   std::unordered_map<int, const TimelineRow*> by_id;
-  by_id.reserve(timeline.rows.size());
-  for (const auto& row : timeline.rows) {
-    if (!by_id.emplace(row.op_id, &row).second) {
-      throw std::invalid_argument("summarize: duplicate op id " + std::to_string(row.op_id) +
-                                  " (\"" + row.name + "\")");
+  if (!dense) {
+    by_id.reserve(n_rows);
+    for (const auto& row : timeline.rows) {
+      if (!by_id.emplace(row.op_id, &row).second) {
+        throw std::invalid_argument("summarize: duplicate op id " + std::to_string(row.op_id) +
+                                    " (\"" + row.name + "\")");
+      }
     }
   }
+  auto find_row = [&](int id) -> const TimelineRow* {
+    if (dense) return id >= 0 && static_cast<std::size_t>(id) < n_rows ? &timeline.rows[static_cast<std::size_t>(id)] : nullptr;
+    auto it = by_id.find(id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
 
   // Per-rank accumulators, keyed by rank so that sparse rank numbers work.
   struct PerRank {
@@ -105,9 +117,9 @@ StepSummary summarize(const Timeline& timeline) {
         double other_ready_s = i > 0 ? ops[i - 1]->end_s : 0.0;
         double h2d_ready_s = kNegInf;
         for (int dep : c.deps) {
-          auto it = by_id.find(dep);
-          if (it == by_id.end()) continue;
-          const TimelineRow& d = *it->second;
+          const TimelineRow* found = find_row(dep);
+          if (!found) continue;
+          const TimelineRow& d = *found;
           if (d.kind == OpKind::h2d) {
             h2d_ready_s = std::max(h2d_ready_s, d.end_s);
           } else {

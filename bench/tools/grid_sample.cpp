@@ -1,7 +1,11 @@
 // Per-configuration cost of a grid on a sample (issue 12 §2 profiling): runs every K-th valid
 // configuration of a grid file (from offset O), optionally only some policies, on one thread, and
 // prints the thread CPU time per policy and per phase (build_plan, validate, simulate), in ms.
-// Usage: chunkflow_grid_sample GRID.json [--every K] [--offset O] [--policies a,b,...] [--repeat N]
+// Usage: chunkflow_grid_sample GRID.json [--every K] [--offset O] [--count N] [--policies a,b,...]
+//        [--repeat N] [--sim-repeat N]
+//        chunkflow_grid_sample GRID.json --windows W [--window-size S]
+// The second form times the grid path itself (run_grid_config, with its memo) on W windows of S
+// consecutive configurations spread evenly over the grid.
 // Output (one line per policy, then "all"): policy, configurations run, mean ms per configuration,
 // then mean build_plan / validate / simulate ms, and the projection for the whole grid
 // (configurations of that policy in the grid × mean), in CPU seconds. Meant for perf and for the
@@ -66,18 +70,21 @@ struct Tally {
 int main(int argc, char** argv) {
   using namespace chunkflow;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s GRID.json [--every K] [--offset O] [--policies a,b] [--repeat N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s GRID.json [--every K] [--offset O] [--count N] [--policies a,b] [--repeat N] [--sim-repeat N] | --windows W [--window-size S]\n", argv[0]);
     return 2;
   }
   const std::string file = argv[1];
   int64_t every = 1, offset = 0, count = INT64_MAX;
   int repeat = 1, sim_repeat = 1;
+  int64_t windows = 0, window_size = 240;
   std::vector<std::string> only;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--every") every = std::max<int64_t>(1, std::atoll(v.c_str()));
     else if (k == "--offset") offset = std::atoll(v.c_str());
     else if (k == "--count") count = std::atoll(v.c_str());
+    else if (k == "--windows") windows = std::atoll(v.c_str());
+    else if (k == "--window-size") window_size = std::max<int64_t>(1, std::atoll(v.c_str()));
     else if (k == "--sim-repeat") sim_repeat = std::max(1, std::atoi(v.c_str()));
     else if (k == "--repeat") repeat = std::max(1, std::atoi(v.c_str()));
     else if (k == "--policies") {
@@ -90,6 +97,38 @@ int main(int argc, char** argv) {
   }
   try {
     const Grid grid = load_grid(file);
+    if (windows > 0) {
+      // The grid path itself (run_grid_config, its memo warm within each window): W windows of S
+      // consecutive configurations, evenly spread over the grid.
+      const GridCounts counts = count_grid(grid);
+      const int64_t stride = std::max<int64_t>(window_size, counts.configurations / windows);
+      std::map<std::string, Tally> by_policy;
+      GridCursor cursor(grid);
+      while (const auto c = cursor.next()) {
+        const std::string& name = grid.policies[c->policy].policy;
+        Tally& t = by_policy[name];
+        ++t.in_grid;
+        if (c->index % stride >= window_size) continue;
+        const double t0 = thread_cpu_s();
+        const GridRow row = run_grid_config(grid, *c);
+        t.total_s += thread_cpu_s() - t0;
+        ++t.run;
+        if (row.row && row.row->summary.step_time_s < 0) std::puts("");
+      }
+      double proj = 0;
+      std::printf("%-22s %8s %9s %9s %12s\n", "policy", "in_grid", "run", "ms/config", "proj_cpu_s");
+      for (const auto& [name, t] : by_policy) {
+        const double mean = t.run > 0 ? t.total_s / double(t.run) : 0.0;
+        std::printf("%-22s %8lld %9lld %9.3f %12.1f\n", name.c_str(), static_cast<long long>(t.in_grid),
+                    static_cast<long long>(t.run), 1e3 * mean, double(t.in_grid) * mean);
+        proj += double(t.in_grid) * mean;
+      }
+      const GridSimMemoStats m = grid_sim_memo_stats(grid);
+      std::printf("memo: %lld hits, %lld misses, %.1f MiB kept\n", static_cast<long long>(m.hits),
+                  static_cast<long long>(m.misses), double(m.bytes) / (1 << 20));
+      std::printf("projected whole grid: %.1f CPU-s (sum over policies of in_grid x mean)\n", proj);
+      return 0;
+    }
     std::map<std::string, Tally> by_policy;
     GridCursor cursor(grid);
     while (const auto c = cursor.next()) {
