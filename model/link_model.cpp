@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "model/collective_flows.hpp"
 #include "model/routes.hpp"
 
 namespace chunkflow {
@@ -104,6 +105,163 @@ double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffe
   for (int i = 0; i < 60; ++i) {  // bisection: the collective's time is non-decreasing in the cap
     const double mid = 0.5 * (lo + hi);
     (share_given_flows(node, rank, f, mid).collective_time_s <= limit ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+namespace {
+
+// ---- WorkloadLinkModel ----------------------------------------------------------------------
+
+/// One max-min resource of the two-class model: cx·x + cy·y ≤ cap.
+struct TwoClassResource {
+  double cx = 0, cy = 0, cap = 0;
+};
+
+/// Max-min fair (x, y) over `res` by progressive filling (x ≤ x_bound, y ≤ y_bound; a class with
+/// bound 0 or no resource is fixed at its bound). Source: systems-and-hardware.md §5.
+std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& res, double x_bound, double y_bound) {
+  double x = 0, y = 0;
+  bool x_fixed = !(x_bound > 0), y_fixed = !(y_bound > 0);
+  if (x_fixed) x = 0;
+  if (y_fixed) y = 0;
+  for (int iter = 0; iter < 3 && !(x_fixed && y_fixed); ++iter) {
+    double level = kInf;
+    for (const auto& r : res) {
+      const double c = (x_fixed ? 0 : r.cx) + (y_fixed ? 0 : r.cy);
+      if (!(c > 0)) continue;
+      const double rem = r.cap - (x_fixed ? r.cx * x : 0) - (y_fixed ? r.cy * y : 0);
+      level = std::min(level, std::max(rem, 0.0) / c);
+    }
+    if (!x_fixed) level = std::min(level, x_bound);
+    if (!y_fixed) level = std::min(level, y_bound);
+    if (std::isinf(level)) {  // nothing bounds the classes left
+      if (!x_fixed) x = kInf;
+      if (!y_fixed) y = kInf;
+      break;
+    }
+    const double eps = 1e-9 * std::max(1.0, level);
+    bool fix_x = !x_fixed && x_bound <= level + eps, fix_y = !y_fixed && y_bound <= level + eps;
+    for (const auto& r : res) {
+      const double c = (x_fixed ? 0 : r.cx) + (y_fixed ? 0 : r.cy);
+      if (!(c > 0)) continue;
+      const double rem = r.cap - (x_fixed ? r.cx * x : 0) - (y_fixed ? r.cy * y : 0);
+      if (std::max(rem, 0.0) / c > level + eps) continue;  // not tight
+      if (!x_fixed && r.cx > 0) fix_x = true;
+      if (!y_fixed && r.cy > 0) fix_y = true;
+    }
+    if (fix_x) x = std::min(level, x_bound), x_fixed = true;
+    if (fix_y) y = std::min(level, y_bound), y_fixed = true;
+    if (!fix_x && !fix_y) break;
+  }
+  return {x, y};
+}
+
+}  // namespace
+
+/// Per link direction: how many copies cross it; per collective kind: how many of its flows.
+struct WorkloadLinkModel::Resources {
+  explicit Resources(const NodeSpec& node) : routes(node) {}
+  NodeRoutes routes;
+  std::vector<double> copies;  ///< [direction]: executed ranks whose H2D route crosses it
+  struct KindFlows {
+    bool ready = false;
+    std::vector<double> flows;         ///< [direction]: collective flows crossing it
+    double bytes_per_buffer_byte = 0;  ///< bytes of the largest flow per byte of per-rank buffer
+    double flow_cap_bytes_per_s = kInf;
+    bool any = false;
+  };
+  KindFlows kinds[5];
+
+  /// The resources of copies (cx = copies[d] when the copies run) and a collective's flows.
+  std::vector<TwoClassResource> resources(const NodeSpec& node, const std::vector<double>* flows, bool copying) const {
+    std::vector<TwoClassResource> res;
+    for (std::size_t li = 0; li < node.links.size(); ++li) {
+      const LinkSpec& link = node.links[li];
+      auto cx = [&](std::size_t d) { return copying ? copies[d] : 0.0; };
+      auto cy = [&](std::size_t d) { return flows ? (*flows)[d] : 0.0; };
+      const std::size_t ab = 2 * li, ba = 2 * li + 1;
+      const bool ab_busy = cx(ab) + cy(ab) > 0, ba_busy = cx(ba) + cy(ba) > 0;
+      if (!ab_busy && !ba_busy) continue;
+      const bool both = ab_busy && ba_busy;  // under-duplex capacities apply (sim/topology.hpp)
+      const double cap_ab = both && link.a_to_b_under_duplex_bytes_per_s > 0 ? link.a_to_b_under_duplex_bytes_per_s
+                                                                              : link.a_to_b_bytes_per_s;
+      const double cap_ba = both && link.b_to_a_under_duplex_bytes_per_s > 0 ? link.b_to_a_under_duplex_bytes_per_s
+                                                                              : link.b_to_a_bytes_per_s;
+      if (ab_busy) res.push_back({cx(ab), cy(ab), cap_ab});
+      if (ba_busy) res.push_back({cx(ba), cy(ba), cap_ba});
+      if (link.duplex_bytes_per_s > 0) res.push_back({cx(ab) + cx(ba), cy(ab) + cy(ba), link.duplex_bytes_per_s});
+    }
+    return res;
+  }
+};
+
+WorkloadLinkModel::WorkloadLinkModel(const NodeSpec& node, const Workload& w)
+    : node_(node), w_(w), r_(std::make_unique<Resources>(node)) {
+  r_->copies.assign(2 * node.links.size(), 0.0);
+  const int host = r_->routes.find_vertex("host");
+  for (int rank = 0; rank < executed_ranks(w, node); ++rank) {
+    const std::vector<int>* path = r_->routes.host_path(host, r_->routes.find_vertex("gpu" + std::to_string(rank)));
+    if (!path) throw std::invalid_argument("link model: no host path to gpu" + std::to_string(rank));
+    for (int d : *path) r_->copies[d] += 1;
+  }
+  const auto [x, y] = fill_two_classes(r_->resources(node, nullptr, true), node.copy_engine_bytes_per_s, 0.0);
+  (void)y;
+  copy_alone_bytes_per_s_ = x;
+}
+
+WorkloadLinkModel::~WorkloadLinkModel() = default;
+
+CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_bytes, double copy_cap_bytes_per_s) const {
+  if (!(buffer_bytes > 0)) throw std::invalid_argument("link model: buffer must be > 0 bytes");
+  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("link model: copy cap must be ≥ 0");
+  Resources::KindFlows& k = r_->kinds[static_cast<int>(kind)];
+  if (!k.ready) {
+    k.flows.assign(2 * node_.links.size(), 0.0);
+    const bool proxy = node_.collective == CollectiveBackend::pcie_proxy;
+    const int host = r_->routes.find_vertex("host");
+    auto vertex = [&](int end) { return end == kHostEnd ? host : r_->routes.find_vertex("gpu" + std::to_string(end)); };
+    for (const PeerFlow& f : collective_peer_flows(w_, kind, 1.0, proxy)) {
+      if (f.src == f.dst) continue;  // a group of one
+      k.any = true;
+      k.bytes_per_buffer_byte = std::max(k.bytes_per_buffer_byte, f.bytes);
+      if (f.src == kHostEnd || f.dst == kHostEnd) {
+        const std::vector<int>* path = r_->routes.host_path(vertex(f.src), vertex(f.dst));
+        if (!path) throw std::invalid_argument("link model: no host path for the pcie_proxy collective");
+        for (int d : *path) k.flows[d] += 1;
+        if (node_.collective_flow_bytes_per_s > 0)
+          k.flow_cap_bytes_per_s = std::min(k.flow_cap_bytes_per_s, node_.collective_flow_bytes_per_s);
+        continue;
+      }
+      std::string error;
+      const NodeRoutes::Peer* p = r_->routes.peer(f.src, f.dst, &error);
+      if (!p) throw std::invalid_argument(error);
+      for (int d : p->directions) k.flows[d] += 1;
+      k.flow_cap_bytes_per_s = std::min(k.flow_cap_bytes_per_s, p->flow_cap_bytes_per_s);
+    }
+    k.ready = true;
+  }
+  const double x_bound = std::min(node_.copy_engine_bytes_per_s, copy_cap_bytes_per_s);
+  CollectiveShare s;
+  if (!k.any) {  // no flows: the copies run as alone, the collective pays its latency
+    s.copy_bytes_per_s = x_bound > 0 ? std::min(copy_alone_bytes_per_s_, x_bound) : 0.0;
+    s.collective_time_s = node_.collective_latency_s;
+    return s;
+  }
+  const auto [x, y] = fill_two_classes(r_->resources(node_, &k.flows, x_bound > 0), x_bound, k.flow_cap_bytes_per_s);
+  s.copy_bytes_per_s = x;
+  s.collective_flow_bytes_per_s = y;
+  s.collective_time_s = node_.collective_latency_s + (y > 0 ? k.bytes_per_buffer_byte * buffer_bytes / y : kInf);
+  return s;
+}
+
+double WorkloadLinkModel::share_cap_bytes_per_s(CollectiveKind kind, double buffer_bytes, double tolerance) const {
+  const double limit = share(kind, buffer_bytes, 0.0).collective_time_s * (1.0 + std::max(tolerance, 0.0));
+  double lo = 0, hi = node_.copy_engine_bytes_per_s;
+  if (share(kind, buffer_bytes, hi).collective_time_s <= limit) return hi;
+  for (int i = 0; i < 60; ++i) {  // bisection: the collective's time is non-decreasing in the cap
+    const double mid = 0.5 * (lo + hi);
+    (share(kind, buffer_bytes, mid).collective_time_s <= limit ? lo : hi) = mid;
   }
   return lo;
 }

@@ -19,7 +19,11 @@
 //   (by symmetry every collective flow has the same rate y: each crosses one rank's D2H and another's
 //   H2D). Max-min fair rates x (copy) and y (one collective flow) by progressive filling.
 //   The all-to-all takes collective_latency_s + (bytes per flow) / y.
+#include <memory>
+#include <vector>
+
 #include "model/node.hpp"
+#include "model/workload.hpp"
 
 namespace chunkflow {
 
@@ -42,5 +46,57 @@ CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, dou
 /// D − 2·y_max on 2xh100-pcie). 0 when the all-to-all leaves no room even at that tolerance; the
 /// copy engine's rate when the collective does not touch the copy's link direction.
 double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffer_bytes, double tolerance);
+
+/// The link model of one workload's collectives on a routed node, every executed rank doing the
+/// same at the same time (the planner's symmetric assumption): the general form of the model
+/// above, for every collective kind, group layout (Ulysses, ring, TP, FSDP, parallel CFG) and
+/// topology (shared PCIe-switch uplinks, two sockets, NVLink). Source: as above
+/// (systems-and-hardware.md §3, §5); the flows of each collective are model/collective_flows.hpp's,
+/// routed as the simulator routes them (model/routes.hpp).
+///
+/// Two flow classes with one rate each: the copies (one H2D flow per executed rank, host → its GPU,
+/// capped at min(copy engine, c)) at rate x, and the collective's flows at rate y (capped at the
+/// smallest per-flow transport cap among them). Every link direction d any of them crosses is a
+/// resource: k_d·x + m_d·y ≤ cap_d (k_d copies and m_d collective flows cross d; a link carrying
+/// flows both ways uses its under-duplex capacities), and a link with a duplex capacity D adds
+/// Σ over both directions ≤ D. Max-min fair (x, y) by progressive filling; the collective takes
+/// collective_latency_s + (bytes per flow) / y. On a symmetric node (every rank alike) this is the
+/// simulator's max-min allocation; elsewhere it prices every copy at the most loaded one's rate.
+/// The copies' rate alone (no collective) is the same filling without the collective class: on a
+/// node whose GPUs share a PCIe switch uplink, ranks that copy at once split it.
+/// Not thread-safe: share() caches each collective kind's flows on first use (one per planner).
+class WorkloadLinkModel {
+ public:
+  /// The routes of `node` (built once) and the ranks executed_ranks(w, node) runs. Throws
+  /// std::invalid_argument for a node whose routes cannot be built or a pair with no path;
+  /// InputError from executed_ranks for a layout the node cannot hold.
+  WorkloadLinkModel(const NodeSpec& node, const Workload& w);
+  ~WorkloadLinkModel();
+  WorkloadLinkModel(const WorkloadLinkModel&) = delete;
+  WorkloadLinkModel& operator=(const WorkloadLinkModel&) = delete;
+
+  /// One rank's H2D copy rate (bytes/s) while every executed rank copies and no collective runs.
+  double copy_alone_bytes_per_s() const { return copy_alone_bytes_per_s_; }
+
+  /// Rates while the collective of kind `kind` with per-rank buffer `buffer_bytes` (> 0; a
+  /// collective StageCost's all_to_all_buffer_bytes) runs and every executed rank copies capped at
+  /// `copy_cap_bytes_per_s` (+∞ = only the copy engine's cap; 0 = no copies). A collective with no
+  /// flows (Ulysses degree 1) takes its latency. Throws std::invalid_argument for a non-positive
+  /// buffer or a negative cap.
+  CollectiveShare share(CollectiveKind kind, double buffer_bytes, double copy_cap_bytes_per_s) const;
+
+  /// The largest copy cap under which that collective keeps its time alone within a relative
+  /// slowdown `tolerance` (≥ 0); the copy engine's rate when the copies never slow it (as
+  /// share_cap_bytes_per_s above).
+  double share_cap_bytes_per_s(CollectiveKind kind, double buffer_bytes, double tolerance) const;
+
+  struct Resources;  ///< the link directions and duplex couplings (model/link_model.cpp)
+
+ private:
+  const NodeSpec& node_;
+  const Workload& w_;
+  std::unique_ptr<Resources> r_;
+  double copy_alone_bytes_per_s_ = 0;
+};
 
 }  // namespace chunkflow

@@ -481,21 +481,6 @@ int executed_ranks(const Workload& w, const NodeSpec& node) {
   return used;
 }
 
-double link_model_buffer_bytes(const StageCost& st, int P) {
-  if (st.collective == CollectiveKind::all_to_all) return st.all_to_all_buffer_bytes;
-  // Ring-shaped: one flow out and one in per rank of `per_flow` bytes (sim/flows.hpp); the
-  // all-to-all at degree P moves (P−1)/P of its buffer across a rank's link each way.
-  const double n = double(st.collective_ranks);
-  double per_flow = st.all_to_all_buffer_bytes;
-  switch (st.collective) {
-    case CollectiveKind::ring_kv: per_flow *= n - 1; break;
-    case CollectiveKind::all_reduce: per_flow *= 2 * (n - 1) / n; break;
-    case CollectiveKind::all_gather: per_flow *= n - 1; break;
-    case CollectiveKind::cfg_gather: case CollectiveKind::all_to_all: break;
-  }
-  return per_flow * double(P) / double(P - 1);
-}
-
 CfgMode cfg_mode_from(const std::string& name, const std::string& file, const std::string& field) {
   if (name == "auto") return CfgMode::automatic;
   if (name == "none") return CfgMode::none;

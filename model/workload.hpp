@@ -221,12 +221,6 @@ struct ForwardCost {
   double attention_workspace_bytes = 0; ///< the attention q, k, v, o part of activation_bytes
 };
 
-/// For planners that price every collective with the all-to-all link model (model/link_model.hpp,
-/// one Ulysses degree P ≥ 2 per plan): the all-to-all buffer that moves as many bytes across a
-/// rank's link each way as collective stage `st` does. all_to_all: its own buffer; ring-shaped
-/// collectives (one flow out, one in per rank, b bytes each, sim/flows.hpp): b·P/(P−1).
-double link_model_buffer_bytes(const StageCost& st, int P);
-
 /// Builds the per-rank cost of a forward. Throws as validate().
 ForwardCost forward_cost(const Workload& w);
 

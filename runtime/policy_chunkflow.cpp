@@ -24,8 +24,10 @@
 //  4. R = auto: the smallest fraction tried (a 0.1 grid, and with a budget the fractions that leave
 //     ½, 1, 2 or 3 blocks' worth of buffers) whose estimated step time is within 2 % of the critical
 //     path (compute + uncontended collectives, the bound no plan beats); failing that, the fastest.
-// The estimate uses model/link_model.hpp for the rates a copy and an all-to-all get together and
-// model/analytical.hpp for compute; the simulator then executes the plan it produces.
+// The estimate uses model/link_model.hpp (WorkloadLinkModel: every collective kind on its own groups
+// and routes, every rank's copies beside it, so GPUs that share a PCIe switch uplink split it) for
+// the rates copies and a collective get together, and model/analytical.hpp for compute; the
+// simulator then executes the plan it produces.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -78,7 +80,7 @@ class Planner {
  public:
   Planner(const Workload& w, const NodeSpec& node, const PolicyConfig& config)
       : w_(w), node_(node), config_(config), cost_(forward_cost(w)), layout_(cost_),
-        n_(layout_.positions_per_step()), steps_(config.steps) {
+        n_(layout_.positions_per_step()), steps_(config.steps), link_(node, w) {
     const int G = steps_ * n_;
     duration_s_.resize(n_);
     block_time_s_.assign(cost_.blocks.size(), 0.0);
@@ -86,9 +88,9 @@ class Planner {
       const auto& pos = layout_.at(p);
       const StageCost& st = cost_.blocks[pos.block].stages[pos.stage];
       if (pos.collective) {
-        const double S = link_model_buffer_bytes(st, link_model_P());  // issue 9: every collective kind
-        duration_s_[p] = share_with_collective(node_, 0, link_model_P(), S, 0.0).collective_time_s;
-        if (std::find(buffers_.begin(), buffers_.end(), S) == buffers_.end()) buffers_.push_back(S);
+        const Collective c = collective_of(st);
+        duration_s_[p] = alone_s(c);
+        if (std::find(collectives_.begin(), collectives_.end(), c) == collectives_.end()) collectives_.push_back(c);
       } else {
         duration_s_[p] = stage_compute_time_s(st, node_);
       }
@@ -97,21 +99,38 @@ class Planner {
     }
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
-    copy_alone_bytes_per_s_ = node_.h2d_bytes_per_s(0);
+    copy_alone_bytes_per_s_ = link_.copy_alone_bytes_per_s();
     stall_free_ = run({}, 0, WindowMode::yield, {}, {});
   }
 
   double critical_path_s() const { return critical_path_s_; }
 
-  /// The Ulysses degree the link model prices collectives at (≥ 2; TP/ring/FSDP/CFG collectives
-  /// are priced as the all-to-all that moves as many bytes, model/workload.hpp).
-  int link_model_P() const { return std::max(w_.ulysses_degree, 2); }
+  /// A collective as the link model prices it: its kind and per-rank buffer, on its own groups and
+  /// routes with every rank's copies beside it (model/link_model.hpp WorkloadLinkModel).
+  struct Collective {
+    CollectiveKind kind = CollectiveKind::all_to_all;
+    double buffer_bytes = 0;
+    bool operator==(const Collective&) const = default;
+  };
+  static Collective collective_of(const StageCost& st) { return {st.collective, st.all_to_all_buffer_bytes}; }
 
-  /// The all-to-all buffer of the collective at global position g.
-  double buffer_of(int g) const {
+  /// The collective at global position g.
+  Collective collective_at(int g) const {
     const auto& pos = layout_.at(g % n_);
-    return link_model_buffer_bytes(cost_.blocks[pos.block].stages[pos.stage], link_model_P());
+    return collective_of(cost_.blocks[pos.block].stages[pos.stage]);
   }
+
+  /// Rates of collective c with every rank's copies capped at `cap` (0: none; +∞: uncapped).
+  CollectiveShare share(const Collective& c, double cap) const {
+    if (!(c.buffer_bytes > 0)) {  // nothing to move: the latency, the copies as alone
+      CollectiveShare s;
+      s.copy_bytes_per_s = cap > 0 ? std::min(copy_alone_bytes_per_s_, cap) : 0.0;
+      s.collective_time_s = node_.collective_latency_s;
+      return s;
+    }
+    return link_.share(c.kind, c.buffer_bytes, cap);
+  }
+  double alone_s(const Collective& c) const { return share(c, 0.0).collective_time_s; }
 
   /// Where the resident bytes go (the plan's `residency` names it).
   ///  - prefix: every block keeps a tensor-aligned prefix, fraction R of its bytes;
@@ -238,15 +257,16 @@ class Planner {
                const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s) const {
     Estimate e;
     const int G = steps_ * n_;
-    const int P = link_model_P();
     const double lat = node_.h2d_latency_s;
     const double C = config_.chunk_bytes;
     const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
     double cap = 0;  // the cap of capped copies in this mode
     if (mode == WindowMode::share_free || mode == WindowMode::share_tolerant) {
       cap = kInf;
-      for (double S : buffers_)  // the cap that holds for every collective of the step
-        cap = std::min(cap, share_cap_bytes_per_s(node_, 0, P, S, mode == WindowMode::share_free ? 1e-9 : kShareTolerance));
+      for (const Collective& c : collectives_)  // the cap that holds for every collective of the step
+        if (c.buffer_bytes > 0)
+          cap = std::min(cap, link_.share_cap_bytes_per_s(c.kind, c.buffer_bytes,
+                                                          mode == WindowMode::share_free ? 1e-9 : kShareTolerance));
       if (!(cap > 0)) mode = WindowMode::yield;
     }
     // Per collective: (copy rate, collective time) with a capped copy, an uncapped one, or none.
@@ -256,17 +276,17 @@ class Planner {
     };
     std::vector<Shares> shares(collective_g_.size());
     {
-      std::vector<std::pair<double, Shares>> by_buffer;
+      std::vector<std::pair<Collective, Shares>> by_collective;
       for (std::size_t c = 0; c < collective_g_.size(); ++c) {
-        const double S = buffer_of(collective_g_[c]);
-        auto it = std::find_if(by_buffer.begin(), by_buffer.end(), [S](const auto& b) { return b.first == S; });
-        if (it == by_buffer.end()) {
+        const Collective key = collective_at(collective_g_[c]);
+        auto it = std::find_if(by_collective.begin(), by_collective.end(), [&key](const auto& b) { return b.first == key; });
+        if (it == by_collective.end()) {
           Shares sh;
-          sh.uncapped = share_with_collective(node_, 0, P, S, kInf);
-          sh.capped = cap > 0 ? share_with_collective(node_, 0, P, S, cap) : sh.uncapped;
-          sh.alone_s = share_with_collective(node_, 0, P, S, 0.0).collective_time_s;
-          by_buffer.push_back({S, sh});
-          it = by_buffer.end() - 1;
+          sh.uncapped = share(key, kInf);
+          sh.capped = cap > 0 ? share(key, cap) : sh.uncapped;
+          sh.alone_s = alone_s(key);
+          by_collective.push_back({key, sh});
+          it = by_collective.end() - 1;
         }
         shares[c] = it->second;
       }
@@ -640,7 +660,8 @@ class Planner {
   int n_ = 0, steps_ = 0;
   std::vector<double> duration_s_;     ///< per position within a step (collective: alone)
   std::vector<double> block_time_s_;   ///< per block: its positions' durations (compute + collectives alone)
-  std::vector<double> buffers_;        ///< distinct all-to-all buffers of a step
+  WorkloadLinkModel link_;             ///< every collective kind on its groups and routes
+  std::vector<Collective> collectives_;  ///< distinct collectives of a step
   std::vector<int> collective_g_;      ///< global positions of the collectives
   double critical_path_s_ = 0;         ///< one step's compute + uncontended collectives
   Estimate stall_free_;                ///< the program with no copies: what no schedule beats
