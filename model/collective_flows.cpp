@@ -22,8 +22,9 @@ std::vector<PeerFlow> collective_peer_flows(const Workload& w, CollectiveKind ki
     for (int g = 0; g < gpus_used(w); ++g)
       if (rank_coordinates(w, g).*vary == 0) f(group(g, vary, n));
   };
-  // A ring: member i sends `bytes` to member i+1 (mod n).
+  // A ring: member i sends `bytes` to member i+1 (mod n); a group of one moves nothing.
   auto ring = [&](const std::vector<int>& m, double bytes) {
+    if (m.size() < 2) return;
     for (std::size_t i = 0; i < m.size(); ++i) flows.push_back({m[i], m[(i + 1) % m.size()], bytes});
   };
   switch (kind) {

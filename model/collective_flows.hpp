@@ -26,7 +26,7 @@ constexpr int kHostEnd = -1;
 ///  all_reduce (TP, T): each TP group a ring, 2(T−1)/T·S per flow (reduce-scatter + all-gather).
 ///  all_gather (FSDP): one ring over all gpus_used(w) ranks, (N−1)·S per flow.
 ///  cfg_gather (parallel CFG): rank g and g + N/2 exchange S each way.
-/// The order is fixed (groups by their first rank, then members) so results do not depend on it.
+/// A group of one rank (FSDP on one GPU) has no flows. The order is fixed (groups by their first rank, then members) so results do not depend on it.
 std::vector<PeerFlow> collective_peer_flows(const Workload& w, CollectiveKind kind, double buffer_bytes,
                                             bool pcie_proxy);
 

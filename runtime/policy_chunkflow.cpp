@@ -23,7 +23,9 @@
 //     window's real times become known are re-timed.
 //  4. R = auto: the smallest fraction tried (a 0.1 grid, and with a budget the fractions that leave
 //     ½, 1, 2 or 3 blocks' worth of buffers) whose estimated step time is within 2 % of the critical
-//     path (compute + uncontended collectives, the bound no plan beats); failing that, the fastest.
+//     path (the program with no copies: compute and uncontended collectives, overlapped where the
+//     plan overlaps them, as ring attention's K/V pass and FSDP's all-gathers; the bound no plan
+//     beats); failing that, the fastest.
 // The estimate uses model/link_model.hpp (WorkloadLinkModel: every collective kind on its own groups
 // and routes, every rank's copies beside it, so GPUs that share a PCIe switch uplink split it) for
 // the rates copies and a collective get together, and model/analytical.hpp for compute; the
@@ -94,13 +96,13 @@ class Planner {
       } else {
         duration_s_[p] = stage_compute_time_s(st, node_);
       }
-      critical_path_s_ += duration_s_[p];
       block_time_s_[pos.block] += duration_s_[p];
     }
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
     copy_alone_bytes_per_s_ = link_.copy_alone_bytes_per_s();
     stall_free_ = run({}, 0, WindowMode::yield, {}, {});
+    critical_path_s_ = stall_free_.step_time_s;
   }
 
   double critical_path_s() const { return critical_path_s_; }
@@ -298,7 +300,7 @@ class Planner {
     std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
     std::vector<int> piece_completes;  // the chunk a piece completes, or -1
     int g_next = 0;
-    double t_prog = 0, t_lane = 0;
+    double t_lane = 0;
     std::size_t j = 0;            // chunk being issued
     double done_in_chunk = 0;     // bytes of chunk j already issued
     int name_index = 0, name_step = -1, name_block = -1;
@@ -467,38 +469,71 @@ class Planner {
       }
     };
 
+    // The program as the plan builder wires it (runtime/plan_builder.cpp): compute ops in order on
+    // the compute lane; collectives in order on the comm lane, each after the compute op before it
+    // (or, FSDP's all-gather, after the last compute op two blocks back) and gating the next compute
+    // op (ring attention's K/V pass: the one after next, so the attention overlaps it).
     std::size_t first_chunk_of_block = 0;
+    double compute_end = 0, comm_end = 0;  // lanes' last ends
+    bool any_compute = false;
+    double compute_end_block_m1 = -1, compute_end_block_m2 = -1;  // last compute end, 1 and 2 blocks back
+    int current_block = -1;
+    double gate_s = 0;                               // collectives the next compute op waits for
+    std::vector<std::pair<double, int>> deferred;    // (end, compute ops to let pass first)
     for (; g_next < G;) {
       issue_copies();
       const int g = g_next;
       const auto& pos = layout_.at(g % n_);
+      const StageCost& st = cost_.blocks[pos.block].stages[pos.stage];
       const int s = g / n_;
-      if (pos.collective && pos.hi_bytes > pos.lo_bytes) {
-        // FSDP (issue 9): the all-gather reads every copy of its block's shard; it waits for them,
-        // and a schedule whose slots cannot hold them all before it is infeasible.
-        for (std::size_t q = 0; q < chunks.size(); ++q) {
-          const Chunk& ch = chunks[q];
-          if (ch.step != s || ch.block != pos.block) continue;
-          if (q >= j) return e;
-          t_prog = std::max(t_prog, landed_s[q]);
-        }
+      if (pos.block != current_block) {
+        current_block = pos.block;
+        compute_end_block_m2 = compute_end_block_m1;
+        compute_end_block_m1 = any_compute ? compute_end : -1;
       }
       if (pos.collective) {
+        double ready = comm_end;
+        if (st.waits_for_compute && any_compute) ready = std::max(ready, compute_end);
+        if (!st.waits_for_compute && compute_end_block_m2 >= 0) ready = std::max(ready, compute_end_block_m2);
+        if (pos.hi_bytes > pos.lo_bytes) {
+          // FSDP (issue 9): the all-gather reads every copy of its block's shard; it waits for them,
+          // and a schedule whose slots cannot hold them all before it is infeasible.
+          for (std::size_t q = 0; q < chunks.size(); ++q) {
+            const Chunk& ch = chunks[q];
+            if (ch.step != s || ch.block != pos.block) continue;
+            if (q >= j) return e;
+            ready = std::max(ready, landed_s[q]);
+          }
+        }
         // The copy in flight at its start, if any, sets how the link is shared.
         double copy_cap = 0;
         for (std::size_t k = piece_start_s.size(); k-- > 0;) {
-          if (piece_end_s[k] <= t_prog) break;
-          if (piece_start_s[k] <= t_prog) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
+          if (piece_end_s[k] <= ready) break;
+          if (piece_start_s[k] <= ready) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
         }
-        start_s[g] = t_prog;
+        start_s[g] = ready;
         const Shares& sh = shares[next_coll];
-        end_s[g] = t_prog + (copy_cap == 0 ? sh.alone_s : std::isinf(copy_cap) ? sh.uncapped.collective_time_s
-                                                                                : sh.capped.collective_time_s);
+        end_s[g] = ready + (copy_cap == 0 ? sh.alone_s : std::isinf(copy_cap) ? sh.uncapped.collective_time_s
+                                                                              : sh.capped.collective_time_s);
         if (s == steps_ - 1) ++(copy_cap == 0 ? e.yield : std::isinf(copy_cap) ? e.ignore : e.share);
         ++next_coll;
-        retime_copies_after(t_prog);  // this window's real times are known now
+        comm_end = end_s[g];
+        if (st.gates_compute <= 1)
+          gate_s = std::max(gate_s, end_s[g]);
+        else
+          deferred.push_back({end_s[g], st.gates_compute - 1});
+        retime_copies_after(ready);  // this window's real times are known now
       } else {
-        double ready = t_prog;
+        double ready = std::max(compute_end, gate_s);
+        gate_s = 0;
+        for (auto it = deferred.begin(); it != deferred.end();) {
+          if (it->second-- == 0) {
+            ready = std::max(ready, it->first);
+            it = deferred.erase(it);
+          } else {
+            ++it;
+          }
+        }
         while (first_chunk_of_block < chunks.size() &&
                (chunks[first_chunk_of_block].step < s ||
                 (chunks[first_chunk_of_block].step == s && chunks[first_chunk_of_block].block < pos.block)))
@@ -512,8 +547,9 @@ class Planner {
         }
         start_s[g] = ready;
         end_s[g] = ready + duration_s_[g % n_];
+        compute_end = end_s[g];
+        any_compute = true;
       }
-      t_prog = end_s[g];
       ++g_next;
     }
     e.feasible = j == chunks.size();
@@ -663,7 +699,8 @@ class Planner {
   WorkloadLinkModel link_;             ///< every collective kind on its groups and routes
   std::vector<Collective> collectives_;  ///< distinct collectives of a step
   std::vector<int> collective_g_;      ///< global positions of the collectives
-  double critical_path_s_ = 0;         ///< one step's compute + uncontended collectives
+  double critical_path_s_ = 0;         ///< one step of the program with no copies (compute and uncontended
+                                       ///< collectives, overlapped where the plan overlaps them)
   Estimate stall_free_;                ///< the program with no copies: what no schedule beats
   double copy_alone_bytes_per_s_ = 0;
 };

@@ -62,27 +62,50 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   std::vector<double> resource_bytes(solver.resource_count(), 0.0);
   std::vector<int> done_groups;
   for (int r = 0; r < ranks; ++r) {
-    double path = 0;
     int first_compute = -1, last_compute = -1, first_collective = -1;
     for (std::size_t i = 0; i < ops[r].size(); ++i) {
       const PlanOp& op = *ops[r][i];
       if (op.kind == OpKind::compute) {
         if (first_compute < 0) first_compute = int(i);
         last_compute = int(i);
-        path += op.stage >= 0 ? stage_time_s(op) : 0.0;
       } else if (op.kind == OpKind::collective) {
-        path += collective_alone_s(op);
         if (first_collective < 0 && first_compute >= 0) first_collective = int(i);
       }
     }
     if (first_compute < 0) throw std::logic_error("step_bound: the last step has no compute op on rank " + std::to_string(r));
-    b.critical_path_s = std::min(b.critical_path_s, path);
+
+    // (a) The longest dependency chain from E(s−1) to E(s): every op that depends, transitively, on
+    // rank r's last compute op of step s−1 (the anchor, ending at E(s−1); for one step the run's
+    // start) starts after it; compute ops and collectives take at least their uncontended time,
+    // copies at least 0. Ops that need not wait for the anchor (FSDP's all-gathers, copies issued
+    // early) add nothing unless a dependency puts them on the chain; an overlapped collective (ring
+    // attention's K/V pass beside the attention) counts as the longer of the two branches.
+    const int last_id = ops[r][last_compute]->id;
+    int anchor = -1;
+    if (s > 0)
+      for (const PlanOp& op : plan.ops)
+        if (op.rank == r && op.step == s - 1 && op.kind == OpKind::compute) anchor = std::max(anchor, op.id);
+    std::vector<double> dist(std::size_t(last_id + 1), -kInf);  // end after E(s−1), −∞: not after the anchor
+    if (anchor >= 0) dist[anchor] = 0;
+    for (int i = anchor + 1; i <= last_id; ++i) {
+      const PlanOp& op = plan.ops[i];
+      double after = anchor >= 0 ? -kInf : 0.0;
+      for (int d : op.deps)
+        if (d >= anchor && d >= 0) after = std::max(after, dist[d]);
+      if (after == -kInf) continue;
+      const double dur = op.kind == OpKind::compute    ? (op.stage >= 0 ? stage_time_s(op) : 0.0)
+                         : op.kind == OpKind::collective ? collective_alone_s(op)
+                                                         : 0.0;
+      dist[i] = after + dur;
+    }
+    b.critical_path_s = std::min(b.critical_path_s, dist[last_id]);
 
     // Collective bytes (once per group, from the op of the lowest rank) between two compute ops.
     if (r == 0)
       for (int i = first_compute + 1; i < last_compute; ++i) {
         const PlanOp& op = *ops[r][i];
         if (op.kind != OpKind::collective) continue;
+        if (dist[op.id] == -kInf) continue;  // may run before E(s−1) (FSDP's all-gathers)
         for (const FlowSpec& f : collective_flows(op, plan, node, topology))
           for (auto [res, coeff] : *f.route) resource_bytes[res] += coeff * f.bytes;
       }

@@ -5,13 +5,18 @@
 // Step s = steps − 1 is reported: step_time = E(s) − E(s−1), E(k) the last end of a compute op of
 // step k over all ranks (traces/timeline.hpp). Let r* be the rank whose step s−1 ends last, at
 // E(s−1). Then:
-//  (a) Critical path. r*'s step-s ops run in program order after E(s−1): each compute op for at
-//      least its modelled time (stage_compute_time_s; calibrated slowdowns only add), each
-//      collective from r*'s arrival for at least its uncontended time (its flows alone on the
-//      topology, max-min rates, + latency). So step_time ≥ Σ compute + Σ uncontended collectives of
-//      one rank's step (the minimum over ranks, r* being unknown).
-//  (b) Links. Every collective of step s that sits between two compute ops of step s runs inside
-//      [E(s−1), E(s)]: it is a barrier, and r* reaches it only after E(s−1). Every H2D byte of step s
+//  (a) Critical path. r*'s step-s ops that depend, transitively, on its last compute op of step
+//      s−1 (the anchor, ending at E(s−1)) start after E(s−1); each compute op runs for at least its
+//      modelled time (stage_compute_time_s; calibrated slowdowns only add), each collective for at
+//      least its uncontended time (its flows alone on the topology, max-min rates, + latency), each
+//      copy for at least 0. So step_time ≥ the longest dependency chain from the anchor to r*'s
+//      last compute op of step s (the minimum over ranks, r* being unknown). In program order that
+//      is Σ compute + Σ collectives where each collective gates the next compute op (Ulysses); ring
+//      attention's K/V pass overlaps the attention (the longer branch counts), and FSDP's
+//      all-gathers, which wait only for the compute two blocks back, count only where they gate.
+//  (b) Links. Every collective of step s that sits between two compute ops of step s and depends on
+//      the anchor (a) runs inside [E(s−1), E(s)]: it is a barrier, and r* reaches it only after
+//      E(s−1). Every H2D byte of step s
 //      crosses inside the window too, except what a rank can hold on the GPU before E(s−1): its copy
 //      slots (slot_count · slot_bytes) and the copies read by its ops before its first collective of
 //      step s (only those can run before r* arrives). So for each resource ρ of the topology (a link
