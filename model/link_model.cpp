@@ -161,8 +161,9 @@ std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& 
 
 /// Per link direction: how many copies cross it; per collective kind: how many of its flows.
 struct WorkloadLinkModel::Resources {
-  explicit Resources(const NodeSpec& node) : routes(node) {}
-  NodeRoutes routes;
+  explicit Resources(const NodeSpec& node) : routes_ptr(shared_node_routes(node)), routes(*routes_ptr) {}
+  std::shared_ptr<const NodeRoutes> routes_ptr;  ///< memoised per thread (model/routes.hpp)
+  const NodeRoutes& routes;
   std::vector<double> copies;  ///< [direction]: executed ranks whose H2D route crosses it
   struct KindFlows {
     bool ready = false;

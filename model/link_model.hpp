@@ -67,7 +67,7 @@ double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffe
 /// Not thread-safe: share() caches each collective kind's flows on first use (one per planner).
 class WorkloadLinkModel {
  public:
-  /// The routes of `node` (built once) and the ranks executed_ranks(w, node) runs. Throws
+  /// The routes of `node` (memoised, model/routes.hpp shared_node_routes) and the ranks executed_ranks(w, node) runs. Throws
   /// std::invalid_argument for a node whose routes cannot be built or a pair with no path;
   /// InputError from executed_ranks for a layout the node cannot hold.
   WorkloadLinkModel(const NodeSpec& node, const Workload& w);
