@@ -31,9 +31,10 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     if (op.step == s) ops[op.rank].push_back(&op);
 
   // Uncontended duration of a collective: its flows alone, max-min rates, plus the latency.
-  std::map<double, double> alone_s;  // by buffer bytes (same shape, same flows)
+  std::map<std::pair<int, double>, double> alone_s;  // by kind and buffer bytes (same flows)
   auto collective_alone_s = [&](const PlanOp& op) {
-    auto it = alone_s.find(op.bytes);
+    const std::pair<int, double> key{op.stage >= 0 ? int(plan.stage_of(op).collective) : -1, op.bytes};
+    auto it = alone_s.find(key);
     if (it != alone_s.end()) return it->second;
     solver.clear_flows();
     std::vector<std::pair<int, double>> flows;  // (solver id, bytes)
@@ -43,7 +44,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     double t = 0;
     for (auto [id, bytes] : flows) t = std::max(t, bytes / solver.rate(id));
     solver.clear_flows();
-    return alone_s[op.bytes] = node.collective_latency_s + t;
+    return alone_s[key] = node.collective_latency_s + t;
   };
 
   // Compute time per (block, stage), evaluated once: every rank runs the same stages.
