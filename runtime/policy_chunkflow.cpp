@@ -101,6 +101,7 @@ class Planner {
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
     copy_alone_bytes_per_s_ = link_.copy_alone_bytes_per_s();
+    init_mode_rates();
     stall_free_ = run({}, 0, WindowMode::yield, {}, {});
     critical_path_s_ = stall_free_.step_time_s;
   }
@@ -133,6 +134,60 @@ class Planner {
     return link_.share(c.kind, c.buffer_bytes, cap);
   }
   double alone_s(const Collective& c) const { return share(c, 0.0).collective_time_s; }
+
+  /// Rates of one collective in a window mode: with capped copies, uncapped ones, or none.
+  struct Shares {
+    CollectiveShare capped, uncapped;
+    double alone_s = 0;
+  };
+  /// What a window mode runs with: its cap and, per collective of the run (global order), its rates.
+  struct ModeRates {
+    WindowMode mode = WindowMode::yield;  ///< the mode run (a share mode with no cap left: yield)
+    double cap_bytes_per_s = 0;           ///< the cap of capped copies (0: none)
+    std::vector<Shares> shares;
+    int same_as = -1;                     ///< an earlier mode (index) that runs exactly the same
+  };
+
+  /// Per window mode, once per planner (they depend on the node and workload, not on the chunks):
+  /// the cap that holds for every collective of the step (share_free: the collective keeps its
+  /// rate alone; share_tolerant: slows ≤ kShareTolerance) and the rates of every collective.
+  void init_mode_rates() {
+    std::vector<std::pair<Collective, Shares>> by_collective;
+    for (WindowMode m : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore}) {
+      ModeRates& r = mode_rates_[static_cast<int>(m)];
+      r.mode = m;
+      if (m == WindowMode::share_free || m == WindowMode::share_tolerant) {
+        double cap = kInf;
+        for (const Collective& c : collectives_)
+          if (c.buffer_bytes > 0)
+            cap = std::min(cap, link_.share_cap_bytes_per_s(c.kind, c.buffer_bytes,
+                                                            m == WindowMode::share_free ? 1e-9 : kShareTolerance));
+        if (!(cap > 0)) r.mode = WindowMode::yield;
+        else r.cap_bytes_per_s = cap;
+      }
+      by_collective.clear();
+      r.shares.resize(collective_g_.size());
+      for (std::size_t c = 0; c < collective_g_.size(); ++c) {
+        const Collective key = collective_at(collective_g_[c]);
+        auto it = std::find_if(by_collective.begin(), by_collective.end(), [&key](const auto& b) { return b.first == key; });
+        if (it == by_collective.end()) {
+          Shares sh;
+          sh.uncapped = share(key, kInf);
+          sh.capped = r.cap_bytes_per_s > 0 ? share(key, r.cap_bytes_per_s) : sh.uncapped;
+          sh.alone_s = alone_s(key);
+          by_collective.push_back({key, sh});
+          it = by_collective.end() - 1;
+        }
+        r.shares[c] = it->second;
+      }
+    }
+    // A share mode whose cap equals an earlier one's (or that fell back to yield) runs exactly as it.
+    const ModeRates& free = mode_rates_[static_cast<int>(WindowMode::share_free)];
+    ModeRates& tolerant = mode_rates_[static_cast<int>(WindowMode::share_tolerant)];
+    if (free.mode == WindowMode::yield) mode_rates_[static_cast<int>(WindowMode::share_free)].same_as = int(WindowMode::yield);
+    if (tolerant.mode == WindowMode::yield) tolerant.same_as = int(WindowMode::yield);
+    else if (free.mode == tolerant.mode && free.cap_bytes_per_s == tolerant.cap_bytes_per_s) tolerant.same_as = int(WindowMode::share_free);
+  }
 
   /// Where the resident bytes go (the plan's `residency` names it).
   ///  - prefix: every block keeps a tensor-aligned prefix, fraction R of its bytes;
@@ -262,75 +317,75 @@ class Planner {
     const double lat = node_.h2d_latency_s;
     const double C = config_.chunk_bytes;
     const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
-    double cap = 0;  // the cap of capped copies in this mode
-    if (mode == WindowMode::share_free || mode == WindowMode::share_tolerant) {
-      cap = kInf;
-      for (const Collective& c : collectives_)  // the cap that holds for every collective of the step
-        if (c.buffer_bytes > 0)
-          cap = std::min(cap, link_.share_cap_bytes_per_s(c.kind, c.buffer_bytes,
-                                                          mode == WindowMode::share_free ? 1e-9 : kShareTolerance));
-      if (!(cap > 0)) mode = WindowMode::yield;
-    }
-    // Per collective: (copy rate, collective time) with a capped copy, an uncapped one, or none.
-    struct Shares {
-      CollectiveShare capped, uncapped;
-      double alone_s = 0;
-    };
-    std::vector<Shares> shares(collective_g_.size());
-    {
-      std::vector<std::pair<Collective, Shares>> by_collective;
-      for (std::size_t c = 0; c < collective_g_.size(); ++c) {
-        const Collective key = collective_at(collective_g_[c]);
-        auto it = std::find_if(by_collective.begin(), by_collective.end(), [&key](const auto& b) { return b.first == key; });
-        if (it == by_collective.end()) {
-          Shares sh;
-          sh.uncapped = share(key, kInf);
-          sh.capped = cap > 0 ? share(key, cap) : sh.uncapped;
-          sh.alone_s = alone_s(key);
-          by_collective.push_back({key, sh});
-          it = by_collective.end() - 1;
-        }
-        shares[c] = it->second;
-      }
-    }
+    const ModeRates& rates = mode_rates_[static_cast<int>(mode)];
+    mode = rates.mode;         // a share mode with no cap left runs as yield
+    const double cap = rates.cap_bytes_per_s;
+    const std::vector<Shares>& shares = rates.shares;
 
-    std::vector<double> start_s(G, 0.0), end_s(G, 0.0);
-    std::vector<double> landed_s(chunks.size(), 0.0);
-    std::vector<int> piece_last_reader;
-    std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
-    std::vector<int> piece_completes;  // the chunk a piece completes, or -1
+    // Working arrays reused across passes (a plan's passes allocate once): per position, per chunk,
+    // per copy piece in lane order.
+    Scratch& w = scratch_;
+    w.start_s.assign(G, 0.0);
+    w.end_s.assign(G, 0.0);
+    w.landed_s.assign(chunks.size(), 0.0);
+    for (auto* v : {&w.piece_start_s, &w.piece_end_s, &w.piece_cap, &w.piece_bytes, &w.piece_ready_s}) v->clear();
+    w.piece_last_reader.clear();
+    w.piece_completes.clear();
+    e.pieces.reserve(chunks.size() + chunks.size() / 4);
+    std::vector<double>&start_s = w.start_s, &end_s = w.end_s, &landed_s = w.landed_s;
+    std::vector<int>& piece_last_reader = w.piece_last_reader;
+    std::vector<double>&piece_start_s = w.piece_start_s, &piece_end_s = w.piece_end_s, &piece_cap = w.piece_cap,
+    &piece_bytes = w.piece_bytes, &piece_ready_s = w.piece_ready_s;
+    std::vector<int>& piece_completes = w.piece_completes;  // the chunk a piece completes, or -1
     int g_next = 0;
     double t_lane = 0;
     std::size_t j = 0;            // chunk being issued
     double done_in_chunk = 0;     // bytes of chunk j already issued
     int name_index = 0, name_step = -1, name_block = -1;
     std::size_t next_coll = 0;    // first collective not yet simulated
-    // Window times: actual for simulated collectives, predicted (shifted by the current lag) after.
-    auto lag_s = [&] {
-      if (next_coll == 0 || pred_end_s.empty()) return 0.0;
-      return end_s[collective_g_[next_coll - 1]] - pred_end_s[next_coll - 1];
-    };
+    // Window times: actual for simulated collectives (win_start_s/win_end_s, in collective order),
+    // predicted after, shifted by the lag of the last simulated one (lag_s, updated as it advances).
+    std::vector<double>&win_start_s = w.win_start_s, &win_end_s = w.win_end_s;
+    win_start_s.clear();
+    win_end_s.clear();
+    double lag_s = 0;
+    const bool predicted = !pred_start_s.empty();
     auto window = [&](std::size_t c) -> std::pair<double, double> {
-      if (c < next_coll) return {start_s[collective_g_[c]], end_s[collective_g_[c]]};
-      if (pred_start_s.empty()) return {kInf, kInf};
-      const double shift = lag_s();
-      return {pred_start_s[c] + shift, pred_end_s[c] + shift};
+      if (c < next_coll) return {win_start_s[c], win_end_s[c]};
+      if (!predicted) return {kInf, kInf};
+      return {pred_start_s[c] + lag_s, pred_end_s[c] + lag_s};
     };
 
     // The first window that has not ended at t. Window ends grow with the window's index (actual
-    // ends in program order, then the predicted ones shifted by one lag), so a binary search serves:
-    // O(log windows) per call, where a walk from the program's window cost O(windows) when the copy
-    // lane runs a step ahead of the program (1 MiB chunks: most of the planner's time).
-    auto first_window_after = [&](double t) {
-      std::size_t lo = 0, hi = collective_g_.size();
-      while (lo < hi) {
-        const std::size_t mid = lo + (hi - lo) / 2;
-        if (window(mid).second <= t)
-          lo = mid + 1;
-        else
-          hi = mid;
+    // ends in program order, then the predicted ones shifted by one lag), so the answer is unique:
+    // found from the previous answer by a short walk (the copy lane's times mostly grow), else by
+    // binary search. O(1) per call in the common case, O(log windows) at worst.
+    auto end_of = [&](std::size_t c) {
+      if (c < next_coll) return win_end_s[c];
+      return predicted ? pred_end_s[c] + lag_s : kInf;
+    };
+    std::size_t hint = 0;
+    auto first_window_after = [&](double t) -> std::size_t {
+      const std::size_t W = collective_g_.size();
+      auto search = [&](std::size_t lo, std::size_t hi) {  // first c in [lo, hi) with end_of(c) > t, else hi
+        while (lo < hi) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          if (end_of(mid) <= t)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+        return lo;
+      };
+      std::size_t c = std::min(hint, W);
+      if (c < W && end_of(c) <= t) {
+        for (int k = 0; k < 4 && c < W && end_of(c) <= t; ++k) ++c;
+        if (c < W && end_of(c) <= t) c = search(c, W);
+      } else {
+        for (int k = 0; k < 4 && c > 0 && end_of(c - 1) > t; ++k) --c;
+        if (c > 0 && end_of(c - 1) > t) c = search(0, c);
       }
-      return lo;
+      return hint = c;
     };
     // When a copy of `bytes` started at t (after its latency) with cap `copy_cap` (0 = none) ends:
     // the copy engine's rate between windows, the shared rate inside each (actual or predicted).
@@ -516,13 +571,21 @@ class Planner {
         end_s[g] = ready + (copy_cap == 0 ? sh.alone_s : std::isinf(copy_cap) ? sh.uncapped.collective_time_s
                                                                               : sh.capped.collective_time_s);
         if (s == steps_ - 1) ++(copy_cap == 0 ? e.yield : std::isinf(copy_cap) ? e.ignore : e.share);
+        // Copies timed against this window's prediction keep their times when it came true and the
+        // lag (so every later prediction) is unchanged; otherwise they are re-timed.
+        const auto [was_start, was_end] = window(next_coll);
+        win_start_s.push_back(start_s[g]);
+        win_end_s.push_back(end_s[g]);
+        const double old_lag = lag_s;
+        if (predicted) lag_s = end_s[g] - pred_end_s[next_coll];
         ++next_coll;
         comm_end = end_s[g];
         if (st.gates_compute <= 1)
           gate_s = std::max(gate_s, end_s[g]);
         else
           deferred.push_back({end_s[g], st.gates_compute - 1});
-        retime_copies_after(ready);  // this window's real times are known now
+        if (!(was_start == start_s[g] && was_end == end_s[g] && lag_s == old_lag))
+          retime_copies_after(ready);  // this window's real times are known now
       } else {
         double ready = std::max(compute_end, gate_s);
         gate_s = 0;
@@ -576,15 +639,14 @@ class Planner {
   Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count) const {
     Estimate best;
     for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore}) {
-      const Estimate* prev = &stall_free_;
-      Estimate last;
+      if (mode_rates_[static_cast<int>(mode)].same_as >= 0) continue;  // a mode already estimated, same rates
+      std::vector<double> prev_start = stall_free_.window_start_s, prev_end = stall_free_.window_end_s;
       for (int pass = 0; pass < 2; ++pass) {
-        Estimate e = run(chunks, slot_count, mode, prev->window_start_s, prev->window_end_s);
+        Estimate e = run(chunks, slot_count, mode, prev_start, prev_end);
         if (!e.feasible) break;
-        if (e.step_time_s < best.step_time_s * (1 - 1e-9)) best = e;
+        if (pass == 0) prev_start = e.window_start_s, prev_end = e.window_end_s;
+        if (e.step_time_s < best.step_time_s * (1 - 1e-9)) best = std::move(e);
         if (reaches_stall_free(best)) return best;
-        last = std::move(e);
-        prev = &last;
       }
     }
     return best;
@@ -702,6 +764,14 @@ class Planner {
   double critical_path_s_ = 0;         ///< one step of the program with no copies (compute and uncontended
                                        ///< collectives, overlapped where the plan overlaps them)
   Estimate stall_free_;                ///< the program with no copies: what no schedule beats
+  ModeRates mode_rates_[4];            ///< per WindowMode
+  /// Working arrays of run(), reused across its passes (one planner runs on one thread).
+  struct Scratch {
+    std::vector<double> start_s, end_s, landed_s, win_start_s, win_end_s;
+    std::vector<int> piece_last_reader, piece_completes;
+    std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
+  };
+  mutable Scratch scratch_;
   double copy_alone_bytes_per_s_ = 0;
 };
 
