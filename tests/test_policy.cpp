@@ -198,3 +198,33 @@ TEST_CASE("the validator rejects a cycle, a missing weight dependency and unbala
     CHECK_THROWS_WITH(validate(p), Catch::Contains("memory does not balance"));
   }
 }
+
+TEST_CASE("chunkflow's own estimate matches the simulator on parallel layouts and multi-GPU nodes "
+          "(scenarios/layouts/)",
+          "[policy][layouts]") {
+  // The planner prices every collective kind on its groups and routes with every rank's copies
+  // beside it (model/link_model.hpp WorkloadLinkModel) and runs its program's lanes as the plan
+  // builder wires them (ring attention overlapped, FSDP's all-gathers ahead). Before, on these
+  // scenarios it said 0.500 s for a step the simulator ran in 0.630 s (U2 × TP2, two GPUs per switch
+  // uplink) and 0.668 s for one of 0.556 s (U2 × ring 2).
+  int checked = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/layouts")) {
+    if (entry.path().extension() != ".json") continue;
+    const Scenario s = load_scenario(entry.path().string());
+    for (double R : {0.0, 0.5}) {
+      INFO(entry.path().filename().string() << " R " << R);
+      const Run r = run(s.workload, s.node, policy("chunkflow", R, 64));
+      const double ratio = r.plan.info.estimated_step_time_s / r.result.summary.step_time_s;
+      // FSDP: the estimate is pessimistic by up to 7.1 % at R = 0 (seen on flux-1024 U2 + FSDP:
+      // 621.7 vs 580.4 ms): the planner does not model the all-gathers' shard copies running ahead
+      // of the program as far as the simulator lets them. Every other layout: within 1 %.
+      if (s.workload.fsdp)
+        CHECK((ratio >= 0.99 && ratio <= 1.08));
+      else
+        CHECK(std::abs(ratio - 1) <= 0.01);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 16);
+}

@@ -161,8 +161,10 @@ TEST_CASE("attention kernel and compile: scenario fields and options set the wor
 
 TEST_CASE("every shipped scenario file loads", "[scenario]") {
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios")) {
-    if (!entry.is_regular_file()) continue;  // scenarios/grids/ holds grid files (sim/grid.hpp)
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+    if (entry.path().parent_path().filename() == "grids") continue;  // grid files (sim/grid.hpp)
     INFO(entry.path().string());
     CHECK_NOTHROW(load_scenario(entry.path().string()));
     ++count;
