@@ -36,13 +36,48 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     const std::pair<int, double> key{op.stage >= 0 ? int(plan.stage_of(op).collective) : -1, op.bytes};
     auto it = alone_s.find(key);
     if (it != alone_s.end()) return it->second;
+    // Its flows alone, run to completion as the executor runs them: max-min rates, a direction at
+    // its under-duplex capacity while its reverse carries a flow, re-solved as flows finish.
     solver.clear_flows();
-    std::vector<std::pair<int, double>> flows;  // (solver id, bytes)
-    for (const FlowSpec& f : collective_flows(op, plan, node, topology))
-      flows.push_back({solver.add_flow(*f.route, f.bound_bytes_per_s), f.bytes});
-    solver.solve();
+    struct Alone {
+      int id;
+      double left_bytes;
+      const Topology::Route* route;
+    };
+    std::vector<Alone> flows;
+    std::vector<int> on_resource(solver.resource_count(), 0);
+    for (const FlowSpec& f : collective_flows(op, plan, node, topology)) {
+      flows.push_back({solver.add_flow(*f.route, f.bound_bytes_per_s), f.bytes, f.route});
+      for (const auto& [res, coeff] : *f.route) on_resource[res] += 1;
+    }
     double t = 0;
-    for (auto [id, bytes] : flows) t = std::max(t, bytes / solver.rate(id));
+    while (!flows.empty()) {
+      topology.apply_under_duplex(solver, on_resource);
+      solver.solve();
+      double dt = kInf;
+      std::vector<double> rate(flows.size());
+      for (std::size_t k = 0; k < flows.size(); ++k) {
+        rate[k] = solver.rate(flows[k].id);
+        dt = std::min(dt, flows[k].left_bytes / rate[k]);
+      }
+      if (!(dt < kInf)) throw std::logic_error("step_bound: a collective flow has no rate");
+      t += dt;
+      for (std::size_t k = 0; k < flows.size();) {
+        const double moved = rate[k] * dt;
+        flows[k].left_bytes -= moved;
+        if (flows[k].left_bytes <= 1e-9 * std::max(1.0, flows[k].left_bytes + moved)) {
+          solver.remove_flow(flows[k].id);
+          for (const auto& [res, coeff] : *flows[k].route) on_resource[res] -= 1;
+          flows[k] = flows.back();
+          rate[k] = rate.back();
+          flows.pop_back();
+          rate.pop_back();
+        } else {
+          ++k;
+        }
+      }
+    }
+    topology.apply_under_duplex(solver, on_resource);  // every count 0: one-way capacities again
     solver.clear_flows();
     return alone_s[key] = node.collective_latency_s + t;
   };

@@ -8,7 +8,9 @@
 //  (a) Critical path. r*'s step-s ops that depend, transitively, on its last compute op of step
 //      s−1 (the anchor, ending at E(s−1)) start after E(s−1); each compute op runs for at least its
 //      modelled time (stage_compute_time_s; calibrated slowdowns only add), each collective for at
-//      least its uncontended time (its flows alone on the topology, max-min rates, + latency), each
+//      least its uncontended time (its flows alone on the topology, + latency: run to completion as
+//      the executor runs them, max-min rates re-solved as flows finish, a link direction at its
+//      under-duplex capacity while its reverse carries one of them, which its own flows cause), each
 //      copy for at least 0. So step_time ≥ the longest dependency chain from the anchor to r*'s
 //      last compute op of step s (the minimum over ranks, r* being unknown). In program order that
 //      is Σ compute + Σ collectives where each collective gates the next compute op (Ulysses); ring
