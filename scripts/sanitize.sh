@@ -13,4 +13,7 @@ cmake --build "$build" -j"$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export HOSTILE_TIMEOUT_S=300   # tests/hostile_inputs.sh: its 30 s per case is for the Release build
+# The heavy property tests run at most this many configurations each instead of all of them
+# (tests/property_sample.hpp; the normal run keeps all of them and every assertion).
+export CHUNKFLOW_PROPERTY_CONFIGS="${CHUNKFLOW_PROPERTY_CONFIGS:-20}"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"

@@ -12,6 +12,7 @@
 
 #include "model/error.hpp"
 #include "model/workload.hpp"
+#include "property_sample.hpp"
 #include "sim/flows.hpp"
 #include "sim/maxmin.hpp"
 #include "sim/topology.hpp"
@@ -317,7 +318,13 @@ TEST_CASE("every built-in node simulates every model under ring, USP, parallel C
                         {"wan2.1-t2v-14b", 480, 832, 17},
                         {"wan2.1-t2v-1.3b", 480, 832, 17},
                         {"hunyuanvideo", 544, 960, 33}};
-  int simulated = 0;
+  struct LayoutRun {
+    std::string node_id;
+    const char* model;
+    Workload workload;
+    const char* policy;
+  };
+  std::vector<LayoutRun> runs;  // every (node, model, layout, policy), listed first, then run
   for (const std::string& id : node_ids()) {
     const NodeSpec n = node(id);
     if (n.gpu_count < 2 || n.collective == CollectiveBackend::pcie_proxy) continue;
@@ -343,17 +350,21 @@ TEST_CASE("every built-in node simulates every model under ring, USP, parallel C
           break;
         }
       for (const Workload& w : layouts)
-        for (const char* policy : {"no-offload", "layerwise", "chunkflow"}) {
-          INFO(id << " " << c.model << " " << policy << " U " << w.ulysses_degree << " R " << w.ring_degree << " T "
-                  << w.tp_degree << " fsdp " << w.fsdp << " cfg " << cfg_mode_name(w.cfg));
-          const auto r = test::run(w, n, test::policy(policy, 0.0));
-          CHECK(std::isfinite(r.result.summary.step_time_s));
-          CHECK(r.result.summary.step_time_s > 0);
-          CHECK(r.result.summary.collective_time_s > 0);
-          CHECK(r.plan.info.ranks == gpus_used(w));
-          ++simulated;
-        }
+        for (const char* policy : {"no-offload", "layerwise", "chunkflow"}) runs.push_back({id, c.model, w, policy});
     }
   }
-  CHECK(simulated > 100);
+  CHECK(runs.size() > 100);
+  // Every case in the normal run; an even sample under the sanitizers (tests/property_sample.hpp).
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!test::property_case_runs(int(i), int(runs.size()))) continue;
+    const LayoutRun& c = runs[i];
+    const Workload& w = c.workload;
+    INFO(c.node_id << " " << c.model << " " << c.policy << " U " << w.ulysses_degree << " R " << w.ring_degree << " T "
+                   << w.tp_degree << " fsdp " << w.fsdp << " cfg " << cfg_mode_name(w.cfg));
+    const auto r = test::run(w, node(c.node_id), test::policy(c.policy, 0.0));
+    CHECK(std::isfinite(r.result.summary.step_time_s));
+    CHECK(r.result.summary.step_time_s > 0);
+    CHECK(r.result.summary.collective_time_s > 0);
+    CHECK(r.plan.info.ranks == gpus_used(w));
+  }
 }
