@@ -2,8 +2,8 @@
 # Builds the simulator and its tests (CPU targets only: no CUDA harness, no benchmarks) with
 # AddressSanitizer and UndefinedBehaviorSanitizer in build-sanitize/ (scripts/configure_sanitized.sh)
 # and runs the whole test suite there (issue 11 §3). Any sanitizer report fails the run: ASan
-# aborts, UBSan halts on the first error (no recovery), LeakSanitizer is on. Exits with ctest's
-# status.
+# aborts, UBSan halts on the first error (no recovery), LeakSanitizer is on (but for grid_mpi,
+# below). Exits non-zero when any test fails.
 # Usage: scripts/sanitize.sh [extra ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +16,15 @@ export HOSTILE_TIMEOUT_S=300   # tests/hostile_inputs.sh: its 30 s per case is f
 # The heavy property tests run at most this many configurations each instead of all of them
 # (tests/property_sample.hpp; the normal run keeps all of them and every assertion).
 export CHUNKFLOW_PROPERTY_CONFIGS="${CHUNKFLOW_PROPERTY_CONFIGS:-20}"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+# grid_mpi runs the sanitized chunkflow under mpirun (3 ranks): LeakSanitizer reports Open MPI's
+# own allocations kept to exit (one report per rank, ≈ 122 kB in ≈ 3,360 allocations, every named
+# frame in libmpi, libopen-pal, hwloc or ld.so, the rest in MCA components Open MPI has unloaded,
+# so no suppression can name them; none in chunkflow's code). It runs with leak detection off,
+# ASan and UBSan on; the same grid code is leak-checked in one process by grid_end_to_end.
+status=0
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -E '^grid_mpi$' "$@" || status=$?
+if [ $# -eq 0 ]; then
+  ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+    ctest --test-dir "$build" --output-on-failure -R '^grid_mpi$' || status=$?
+fi
+exit $status
