@@ -6,8 +6,9 @@
 # build-sanitize/artifacts/<target>/ (copy it to fuzz/regressions/<target>/ to make it a test: the
 # normal build replays every file there, tests fuzz_replay_*).
 # Prints, per target, the inputs executed and the mean executions per second (libFuzzer's final
-# stats). An input running longer than FUZZ_TIMEOUT seconds (default 30: generous, since the
-# fuzzers run under nice on shared cores) counts as a hang.
+# stats). An input running longer than FUZZ_TIMEOUT seconds (default 30) counts as a hang. Under
+# nice -n 19 on a loaded machine a starved fuzzer flagged inputs that run in 4-44 ms as 30 s
+# timeouts (2026-11-23, load 8 on 2 cores): use FUZZ_TIMEOUT=120 there.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]      (FUZZ_RUNS=N runs N inputs per target instead)
 set -uo pipefail
 cd "$(dirname "$0")/.."
