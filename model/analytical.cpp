@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "model/collective_flows.hpp"
 #include "model/kernel_model.hpp"
 
 namespace chunkflow {
@@ -51,7 +52,21 @@ double collective_inbound_bytes(const BlockCost& block, int ulysses_degree) {
   return buffers * double(ulysses_degree - 1) / double(ulysses_degree);
 }
 
-AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree) {
+double collective_inbound_bytes(const BlockCost& block, const Workload& w) {
+  double inbound = 0;
+  for (const StageCost& s : block.stages) {
+    if (s.stage.kind != BlockStage::Kind::all_to_all || !(s.all_to_all_buffer_bytes > 0)) continue;
+    for (const PeerFlow& f : collective_peer_flows(w, s.collective, s.all_to_all_buffer_bytes, false))
+      if (f.dst == 0) inbound += f.bytes;
+  }
+  return inbound;
+}
+
+namespace {
+
+/// analyze() with B_coll_in(b) from `inbound`.
+template <class Inbound>
+AnalyticalResult analyze_with(const ForwardCost& cost, const NodeSpec& node, const Inbound& inbound) {
   AnalyticalResult r;
   r.h2d_bytes_per_s = node.h2d_bytes_per_s(0);
   if (cost.blocks.empty()) {
@@ -60,7 +75,7 @@ AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulys
   }
   for (const BlockCost& b : cost.blocks) {
     const double compute_s = block_compute_time_s(b, node);
-    const double coll_in = collective_inbound_bytes(b, ulysses_degree);
+    const double coll_in = inbound(b);
     // B_hide(b) = max(0, η_pref·BW_h2d·T_comp(b) − B_coll_in(b))
     const double hide = std::max(0.0, r.h2d_bytes_per_s * compute_s - coll_in);
     r.block_flop += b.flop();
@@ -86,6 +101,17 @@ AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulys
   r.critical_flop = r.effective_flop_per_s * (r.block_weight_bytes + r.collective_inbound_bytes) / r.h2d_bytes_per_s;
   r.regime = r.block_flop < r.critical_flop ? "prefetch-bound" : "compute-bound";
   return r;
+}
+
+}  // namespace
+
+AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree) {
+  return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, ulysses_degree); });
+}
+
+AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, const Workload& w) {
+  if (!uses_layouts_beyond_ulysses(w)) return analyze(cost, node, w.ulysses_degree);
+  return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, w); });
 }
 
 }  // namespace chunkflow

@@ -47,4 +47,15 @@ struct AnalyticalResult {
 
 AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree);
 
+/// Bytes of every collective of a block (any kind: Ulysses all-to-all, ring attention's K/V pass,
+/// TP all-reduce, FSDP all-gather, parallel CFG's gather) that arrive at rank 0, from the
+/// collectives' peer flows (model/collective_flows.hpp): (U−1)/U·S for an all-to-all, (R−1)·S for
+/// the ring's K/V pass, 2(T−1)/T·S for a TP all-reduce, (N−1)·S for an FSDP all-gather, S for the
+/// CFG gather. For Ulysses alone it equals collective_inbound_bytes(block, U).
+double collective_inbound_bytes(const BlockCost& block, const Workload& w);
+
+/// analyze() for workload `w`: B_coll_in counts every collective kind of its layout
+/// (collective_inbound_bytes(block, w)); the rest as analyze(cost, node, w.ulysses_degree).
+AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, const Workload& w);
+
 }  // namespace chunkflow

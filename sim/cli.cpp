@@ -146,7 +146,7 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const auto configs = sweep_configs(grid);
   check_grid_limits(scenario.workload, scenario.node, configs);  // plan sizes, before any is built
-  const AnalyticalResult a = analyze(forward_cost(scenario.workload), scenario.node, scenario.workload.ulysses_degree);
+  const AnalyticalResult a = analyze(forward_cost(scenario.workload), scenario.node, scenario.workload);
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<SweepRow> rows;
@@ -309,7 +309,7 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
     cmd->callback([opts, json_out, context] {
       const Scenario s = resolve_scenario(*opts);
       const ForwardCost cost = forward_cost(s.workload);
-      const AnalyticalResult a = analyze(cost, s.node, s.workload.ulysses_degree);
+      const AnalyticalResult a = analyze(cost, s.node, s.workload);
       json j = model_json(s, cost, a);
       j["context"] = context_block(context.command_line);
       // η_comp and η_pref as fractions (the calibrated ones with --calibration).

@@ -207,3 +207,47 @@ TEST_CASE("FLUX 512² P=2 on 2xh100-pcie is prefetch-bound and needs residency")
   CHECK(r.auto_resident_fraction > 0.5);
   CHECK(r.auto_resident_fraction <= 1.0);
 }
+
+TEST_CASE("B_coll_in counts every collective kind of a layout: closed forms per kind", "[analytical][layouts]") {
+  // Per rank, bytes arriving per collective (nccl-tests' per-rank size S): all-to-all (U−1)/U·S,
+  // ring K/V pass (R−1)·S, TP all-reduce 2(T−1)/T·S, FSDP all-gather (N−1)·S, CFG gather S.
+  struct Layout {
+    int U, R, T;
+    bool fsdp;
+    CfgMode cfg;
+  };
+  for (const Layout& l : {Layout{2, 1, 2, false, CfgMode::automatic}, Layout{2, 2, 1, false, CfgMode::automatic},
+                          Layout{4, 1, 1, true, CfgMode::automatic}, Layout{2, 1, 1, false, CfgMode::parallel}}) {
+    Workload w = make("wan2.1-t2v-14b", 480, 832, 17, l.U);
+    w.ring_degree = l.R;
+    w.tp_degree = l.T;
+    w.fsdp = l.fsdp;
+    w.cfg = l.cfg;
+    const int N = gpus_used(w);
+    const ForwardCost f = forward_cost(w);
+    INFO(layout_text(w));
+    double total = 0;
+    for (const BlockCost& b : f.blocks) {
+      double expected = 0;
+      for (const StageCost& s : b.stages) {
+        if (s.stage.kind != BlockStage::Kind::all_to_all) continue;
+        const double S = s.all_to_all_buffer_bytes;
+        switch (s.collective) {
+          case CollectiveKind::all_to_all: expected += double(l.U - 1) / l.U * S; break;
+          case CollectiveKind::ring_kv: expected += double(l.R - 1) * S; break;
+          case CollectiveKind::all_reduce: expected += 2.0 * (l.T - 1) / l.T * S; break;
+          case CollectiveKind::all_gather: expected += double(N - 1) * S; break;
+          case CollectiveKind::cfg_gather: expected += S; break;
+        }
+      }
+      CHECK(collective_inbound_bytes(b, w) == Approx(expected).epsilon(1e-12));
+      total += expected;
+    }
+    const NodeSpec n = node("8xh100-pcie");
+    CHECK(analyze(f, n, w).collective_inbound_bytes == Approx(total / double(f.blocks.size())).epsilon(1e-12));
+  }
+  // Ulysses alone: the same as the Ulysses-degree form.
+  const Workload u = make("wan2.1-t2v-14b", 480, 832, 17, 2);
+  const ForwardCost fu = forward_cost(u);
+  for (const BlockCost& b : fu.blocks) CHECK(collective_inbound_bytes(b, u) == Approx(collective_inbound_bytes(b, 2)).epsilon(1e-12));
+}
