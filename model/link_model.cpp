@@ -123,8 +123,6 @@ struct TwoClassResource {
 std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& res, double x_bound, double y_bound) {
   double x = 0, y = 0;
   bool x_fixed = !(x_bound > 0), y_fixed = !(y_bound > 0);
-  if (x_fixed) x = 0;
-  if (y_fixed) y = 0;
   for (int iter = 0; iter < 3 && !(x_fixed && y_fixed); ++iter) {
     double level = kInf;
     for (const auto& r : res) {

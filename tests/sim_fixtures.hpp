@@ -18,6 +18,17 @@ inline Workload workload(const std::string& model, int64_t h, int64_t w, int64_t
   return wl;
 }
 
+/// workload() with a parallel layout beyond Ulysses: ring degree, TP degree, FSDP and CFG mode.
+inline Workload layout(const std::string& model, int64_t h, int64_t w, int64_t frames, int ulysses, int ring, int tp,
+                       bool fsdp, CfgMode cfg = CfgMode::automatic) {
+  Workload wl = workload(model, h, w, frames, ulysses);
+  wl.ring_degree = ring;
+  wl.tp_degree = tp;
+  wl.fsdp = fsdp;
+  wl.cfg = cfg;
+  return wl;
+}
+
 inline PolicyConfig policy(const std::string& name, std::optional<double> resident = std::nullopt,
                            double chunk_mib = 64, int lookahead = 1) {
   PolicyConfig p;

@@ -19,6 +19,7 @@
 #include "sim_fixtures.hpp"
 
 using namespace chunkflow;
+using chunkflow::test::layout;
 
 namespace {
 
@@ -26,16 +27,6 @@ namespace {
 constexpr double kClosedFormRelTolerance = 1e-9;
 
 bool close(double a, double b) { return std::abs(a - b) <= kClosedFormRelTolerance * std::max(std::abs(a), std::abs(b)); }
-
-Workload layout(const std::string& model, int64_t h, int64_t w, int64_t frames, int ulysses, int ring, int tp,
-                bool fsdp, CfgMode cfg = CfgMode::automatic) {
-  Workload wl = test::workload(model, h, w, frames, ulysses);
-  wl.ring_degree = ring;
-  wl.tp_degree = tp;
-  wl.fsdp = fsdp;
-  wl.cfg = cfg;
-  return wl;
-}
 
 /// The rate one flow gets alone on GPU pair a→b's collective path: the route's bottleneck and the
 /// transport's per-flow cap.

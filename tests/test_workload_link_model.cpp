@@ -13,6 +13,7 @@
 #include "sim_fixtures.hpp"
 
 using namespace chunkflow;
+using chunkflow::test::layout;
 
 namespace {
 
@@ -21,16 +22,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Both sides computed in double from the same capacities: equal to rounding.
 bool close(double a, double b, double rel = 1e-9) {
   return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b));
-}
-
-Workload layout(const std::string& model, int64_t h, int64_t w, int64_t frames, int ulysses, int ring, int tp,
-                bool fsdp, CfgMode cfg = CfgMode::automatic) {
-  Workload wl = test::workload(model, h, w, frames, ulysses);
-  wl.ring_degree = ring;
-  wl.tp_degree = tp;
-  wl.fsdp = fsdp;
-  wl.cfg = cfg;
-  return wl;
 }
 
 }  // namespace
