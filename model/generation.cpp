@@ -31,13 +31,22 @@ constexpr double kHostEncoderFlopPerS = 0.5e12;
 // 3D VAE, 3×3×3 convs, channels 512/512/256/128, temporal compression at the low levels: ≈ 15
 // MFLOP; my arithmetic). Wan's VAE runs in fp32 (TF32 tensor cores: half the bf16 peak).
 // η_vae = 0.38: fitted on SGLang PR #16510 (Wan2.2 720p × 81 decode 26.28 s on one H20 with the
-// 10 MFLOP estimate and TF32), not on a record of the data set.
+// 10 MFLOP estimate and TF32), not on a record of the data set. Wan decodes frame by frame with a
+// feature cache, untiled.
 constexpr double kVaeEfficiency = 0.38;
+// HunyuanVideo's VAE decodes in overlapping tiles (the reference pipeline runs with vae_tiling on:
+// 256-pixel spatial tiles at a 192-pixel stride and 16-frame temporal tiles at a 12-frame stride in
+// diffusers' AutoencoderKLHunyuanVideo, ≈ (256/192)² · 16/12 = 2.4× the untiled convolutions), one
+// tile after another on one GPU, fp16. η_vae = 0.083 of the bf16 peak per untiled FLOP: fitted on
+// SGLang PR #36012 (sequential tiled decode of HunyuanVideo 848×480×77 on one H200, 5.713 s mean:
+// 848·480·77 · 15 MFLOP / (5.713 s · 989 TFLOP/s) = 0.083), not on a record of the data set.
+constexpr double kHunyuanVaeEfficiency = 0.083;
 double vae_flop_per_pixel(const std::string& model) {
   if (model.rfind("wan", 0) == 0) return 10e6;
   if (model == "hunyuanvideo") return 15e6;
   return 7e6;
 }
+double vae_efficiency(const std::string& model) { return model == "hunyuanvideo" ? kHunyuanVaeEfficiency : kVaeEfficiency; }
 
 }  // namespace
 
@@ -53,7 +62,7 @@ double vae_decode_time_s(const Workload& w, const NodeSpec& n) {
   const double pixels = double(w.height) * double(w.width) * double(w.frames) * double(w.batch);
   const bool fp32 = w.model.rfind("wan", 0) == 0;
   const double peak = n.peak_flop_per_s * (fp32 ? 0.5 : 1.0);
-  return pixels * vae_flop_per_pixel(w.model) / (kVaeEfficiency * peak);
+  return pixels * vae_flop_per_pixel(w.model) / (vae_efficiency(w.model) * peak);
 }
 
 double generation_time_s(const Workload& w, const NodeSpec& n, double step_time_s) {

@@ -7,7 +7,8 @@
 //   denoising     = denoise_time_s (model/workload.hpp): steps × forwards per step × step time;
 //   VAE decode    = height·width·frames·batch · decoder FLOP per output pixel / (η_vae · conv peak),
 //                   η_vae = 0.38 fitted on SGLang PR #16510 (Wan2.2 720p×81 decode on one H20),
-//                   Wan's VAE in fp32 at half the bf16 peak.
+//                   Wan's VAE in fp32 at half the bf16 peak; HunyuanVideo's tiled decode
+//                   η_vae = 0.083 fitted on SGLang PR #36012 (848×480×77 decode on one H200).
 // Text encoding and VAE decoding run once per generation on one GPU (neither is split by Ulysses in
 // the reference pipelines). Every constant is in generation.cpp with its source or "assumed".
 #include "model/node.hpp"
