@@ -21,6 +21,14 @@ constexpr double kCompiledHostFactor = 0.4;
 // (torch.jit.script-ed _update_out_and_lse, fused to ≈ 2 kernels) and a send/recv pair: 5 kernels
 // (assumed from yunchang ring_flash_attn).
 constexpr int kRingKernelsPerStep = 5;
+// The ring's output merge (ring-flash-attention utils.py, as yunchang imports it): the first step's
+// block output is cast to fp32 (read 2 B, write 4 B per output element), every later step merges
+// its block into the fp32 running output with the LSE rule (_update_out_and_lse, @torch.jit.script:
+// its elementwise chain fused into one pass reads the fp32 output and the bf16 block and writes the
+// fp32 output, 10 B per element; unfused it would be ≈ 38 B), and the result is cast back to the
+// input dtype (6 B). Bytes per output element of one ring attention: (r − 1)·10 + 12. HBM-bound.
+constexpr double kRingMergeStepBytesPerElement = 10;
+constexpr double kRingMergeCastBytesPerElement = 12;
 // Under torch.compile the ring's P2P exchange (torch.distributed batch_isend_irecv / P2POp, as
 // yunchang's RingComm issues it) is not traceable by dynamo: the graph breaks around it and the ring
 // loop runs eagerly (pytorch/pytorch issue #121386 "torch.compile + ring attention" shows the break;
@@ -89,6 +97,12 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
         ring_comm_s = double(ring - 1) * (2.0 * buffer / ic.p2p_bytes_per_s + n.collective_latency_s);
         f.kernels += double(ring * kRingKernelsPerStep);
         f.ring_kernels += double(ring * kRingKernelsPerStep);
+        // The output merge of the ring steps, over this rank's output elements (the per-rank shape
+        // splits heads × queries u·r ways, so the element count is the rank's share either way).
+        const double out_elements = double(st.attention.batch) * double(st.attention.heads) *
+                                    double(st.attention.q_tokens) * double(st.attention.head_dim);
+        s.elementwise_bytes += out_elements * (double(ring - 1) * kRingMergeStepBytesPerElement +
+                                               kRingMergeCastBytesPerElement);
       }
       const double t = stage_compute_time_s(s, n);
       const double ew = s.elementwise_bytes / hbm;
