@@ -7,6 +7,7 @@
 
 #include "model/generation.hpp"
 #include "model/node.hpp"
+#include "model/published.hpp"
 #include "model/workload.hpp"
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
@@ -79,4 +80,27 @@ TEST_CASE("a simulated plan carries the generation parts of its workload and nod
         Approx(j["text_encode_time_s"].get<double>() + j["denoise_time_s"].get<double>() + j["vae_decode_time_s"].get<double>())
             .epsilon(1e-12));
   CHECK(j["generation_time_s"].get<double>() == Approx(generation_time_s(s.workload, s.node, r.summary.step_time_s)).epsilon(1e-12));
+}
+
+TEST_CASE("the VAE decoders reproduce the decode times they are fitted on") {
+  // η_vae has two significant digits, so the fit point comes back within 2 %.
+  // HunyuanVideo's tiled decode: SGLang PR #36012, 848×480×77 on one H200, 5.713 s.
+  Workload hy;
+  hy.model = "hunyuanvideo";
+  hy.height = 480;
+  hy.width = 848;
+  hy.frames = 77;
+  CHECK(vae_decode_time_s(hy, published_node("h200", 1, "")) == Approx(5.713).epsilon(0.02));
+  // Wan's VAE (shared by Wan2.1 and Wan2.2-A14B): SGLang PR #16510, 1280×720×81 on one H20, 26.28 s.
+  Workload wan;
+  wan.model = "wan2.2-t2v-a14b";
+  wan.height = 720;
+  wan.width = 1280;
+  wan.frames = 81;
+  CHECK(vae_decode_time_s(wan, published_node("h20", 1, "")) == Approx(26.28).epsilon(0.02));
+  // Same pixels, same GPU: the tiled HunyuanVideo decode is the slower one per pixel·frame.
+  Workload hy_wan_shape = wan;
+  hy_wan_shape.model = "hunyuanvideo";
+  const NodeSpec h100 = published_node("h100-sxm", 1, "");
+  CHECK(vae_decode_time_s(hy_wan_shape, h100) > vae_decode_time_s(wan, h100));
 }

@@ -139,6 +139,27 @@ TEST_CASE("a compiled stack issues its ring loop eagerly (graph break at the P2P
   FAIL("record xdit-flux-r4-compiled not found");
 }
 
+TEST_CASE("ring attention's output merge moves (r - 1)·10 + 12 bytes per output element through HBM") {
+  // xdit-flux-r2-compiled against the same record as Ulysses 2: both price the per-rank shapes of a
+  // 2-way split (24/2 heads × 4352 tokens × 128 per joint attention), so their elementwise parts
+  // differ by the ring's merge alone: FLUX's 57 blocks, one joint attention each, 28 steps.
+  for (const PublishedRecord& ring : load_published_records(kDir)) {
+    if (ring.id != "xdit-flux-r2-compiled") continue;
+    REQUIRE(ring.ring_degree == 2);
+    PublishedRecord ulysses = ring;
+    ulysses.ring_degree = 1;
+    ulysses.workload.ulysses_degree = 2;
+    const PublishedPrediction pr = predict_published(ring), pu = predict_published(ulysses);
+    const NodeSpec n = published_record_node(ring, {});
+    const double out_elements = 12.0 * 4352.0 * 128.0;
+    const double merge_bytes_per_forward = 57.0 * out_elements * ((2 - 1) * 10.0 + 12.0);
+    const double expected_s = 28.0 * merge_bytes_per_forward / (n.hbm_efficiency * n.hbm_bytes_per_s);
+    CHECK(pr.parts.at("elementwise") - pu.parts.at("elementwise") == Approx(expected_s).epsilon(1e-9));
+    return;
+  }
+  FAIL("record xdit-flux-r2-compiled not found");
+}
+
 TEST_CASE("scaling series: speedups are ratios of the series' own predictions and figures") {
   const auto records = load_published_records(kDir);
   const PublishedValidation v = validate_published(records, {}, {}, {});
