@@ -93,91 +93,103 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     return t;
   };
 
-  StepBound b;
-  b.critical_path_s = kInf;
-  std::vector<double> resource_bytes(solver.resource_count(), 0.0);
-  std::vector<int> done_groups;
+  // Minimum duration of an op: compute its stage time, a collective its time alone, a copy its
+  // latency plus its bytes at the fastest rate its flow can have (copy engine or the plan's cap,
+  // its route's narrowest capacity); the executor runs a copy lane's copies one at a time.
+  const int op_count = int(plan.ops.size());
+  std::vector<double> min_s(static_cast<std::size_t>(op_count), -1.0);
+  auto min_duration_s = [&](const PlanOp& op) {
+    double& t = min_s[std::size_t(op.id)];
+    if (t >= 0) return t;
+    if (op.kind == OpKind::compute) {
+      t = op.stage >= 0 ? stage_time_s(op) : 0.0;
+    } else if (op.kind == OpKind::collective) {
+      t = collective_alone_s(op);
+    } else {
+      const FlowSpec f = h2d_flow(op, node, topology);
+      double rate = f.bound_bytes_per_s > 0 ? f.bound_bytes_per_s : kInf;
+      for (auto [res, coeff] : *f.route) rate = std::min(rate, solver.capacity(res) / coeff);
+      t = node.h2d_latency_s + op.bytes / rate;
+    }
+    return t;
+  };
+
+  // Tail of every op of step s: the longest dependency chain from its end to the end of a compute
+  // op of step s (each ends by E(s)); −∞ when no compute op of step s follows it. Successors have
+  // larger ids, and every successor of a step-s op is a step-s op (s is the last step).
+  std::vector<double> tail(static_cast<std::size_t>(op_count), -kInf);
+  int first_of_step = op_count;
+  for (const PlanOp& op : plan.ops)
+    if (op.step == s) {
+      first_of_step = std::min(first_of_step, op.id);
+      if (op.kind == OpKind::compute) tail[std::size_t(op.id)] = 0;
+    }
+  for (int i = op_count - 1; i >= first_of_step; --i) {
+    const PlanOp& op = plan.ops[i];
+    if (op.step != s || tail[std::size_t(i)] == -kInf) continue;
+    const double through = min_duration_s(op) + tail[std::size_t(i)];
+    for (int d : op.deps)
+      if (plan.ops[d].step == s) tail[std::size_t(d)] = std::max(tail[std::size_t(d)], through);
+  }
+
+  // The collectives of step s by group (members share the flows, started when the last arrives)
+  // and the flows of each, once.
+  std::map<int, std::vector<int>> group_members;
+  for (const PlanOp& op : plan.ops)
+    if (op.step == s && op.kind == OpKind::collective) group_members[op.collective_group].push_back(op.id);
+  std::map<int, std::vector<FlowSpec>> group_flows;
+  for (const auto& [g, members] : group_members)
+    group_flows[g] = collective_flows(plan.ops[members.front()], plan, node, topology);
+
+  // Per rank r (r* below), independent of the anchor: its last compute op of step s, its H2D bytes
+  // less its carry (the old volume form of (b)) and its copy lane (c).
+  std::vector<int> last_compute(ranks, -1);
+  std::vector<double> h2d_after_carry(ranks, 0.0);
+  std::vector<const Topology::Route*> h2d_route(ranks, nullptr);
+  double copy_lane_s = 0;
   for (int r = 0; r < ranks; ++r) {
-    int first_compute = -1, last_compute = -1, first_collective = -1;
+    int first_compute = -1, first_collective = -1;
     for (std::size_t i = 0; i < ops[r].size(); ++i) {
       const PlanOp& op = *ops[r][i];
       if (op.kind == OpKind::compute) {
         if (first_compute < 0) first_compute = int(i);
-        last_compute = int(i);
+        last_compute[r] = op.id;
       } else if (op.kind == OpKind::collective) {
         if (first_collective < 0 && first_compute >= 0) first_collective = int(i);
       }
     }
     if (first_compute < 0) throw std::logic_error("step_bound: the last step has no compute op on rank " + std::to_string(r));
-
-    // (a) The longest dependency chain from E(s−1) to E(s): every op that depends, transitively, on
-    // rank r's last compute op of step s−1 (the anchor, ending at E(s−1); for one step the run's
-    // start) starts after it; compute ops and collectives take at least their uncontended time,
-    // copies at least 0. Ops that need not wait for the anchor (FSDP's all-gathers, copies issued
-    // early) add nothing unless a dependency puts them on the chain; an overlapped collective (ring
-    // attention's K/V pass beside the attention) counts as the longer of the two branches.
-    const int last_id = ops[r][last_compute]->id;
-    int anchor = -1;
-    if (s > 0)
-      for (const PlanOp& op : plan.ops)
-        if (op.rank == r && op.step == s - 1 && op.kind == OpKind::compute) anchor = std::max(anchor, op.id);
-    std::vector<double> dist(std::size_t(last_id + 1), -kInf);  // end after E(s−1), −∞: not after the anchor
-    if (anchor >= 0) dist[anchor] = 0;
-    for (int i = anchor + 1; i <= last_id; ++i) {
-      const PlanOp& op = plan.ops[i];
-      double after = anchor >= 0 ? -kInf : 0.0;
-      for (int d : op.deps)
-        if (d >= anchor && d >= 0) after = std::max(after, dist[d]);
-      if (after == -kInf) continue;
-      const double dur = op.kind == OpKind::compute    ? (op.stage >= 0 ? stage_time_s(op) : 0.0)
-                         : op.kind == OpKind::collective ? collective_alone_s(op)
-                                                         : 0.0;
-      dist[i] = after + dur;
-    }
-    b.critical_path_s = std::min(b.critical_path_s, dist[last_id]);
-
-    // Collective bytes (once per group, from the op of the lowest rank) between two compute ops.
-    if (r == 0)
-      for (int i = first_compute + 1; i < last_compute; ++i) {
-        const PlanOp& op = *ops[r][i];
-        if (op.kind != OpKind::collective) continue;
-        if (dist[op.id] == -kInf) continue;  // may run before E(s−1) (FSDP's all-gathers)
-        for (const FlowSpec& f : collective_flows(op, plan, node, topology))
-          for (auto [res, coeff] : *f.route) resource_bytes[res] += coeff * f.bytes;
-      }
-
-    // H2D bytes of this rank's step, less what it can hold before E(s−1).
-    std::vector<char> read_early(plan.ops.size(), 0);  // h2d ops read before the first collective
+    // H2D bytes of this rank's step, less what it can hold before E(s−1): its slots and the copies
+    // read by its ops before its first collective.
+    std::vector<char> read_early(plan.ops.size(), 0);
     if (first_collective >= 0)
       for (int i = first_compute; i < first_collective; ++i)
         for (int d : ops[r][i]->data_deps)
           if (plan.ops[d].kind == OpKind::h2d) read_early[d] = 1;
     double h2d_bytes = 0, early_bytes = 0, min_rate = kInf;
     int h2d_ops = 0, early_ops = 0;
-    const Topology::Route* route = nullptr;
     for (const PlanOp* op : ops[r]) {
       if (op->kind != OpKind::h2d) continue;
-      route = h2d_flow(*op, node, topology).route;
+      h2d_route[r] = h2d_flow(*op, node, topology).route;
       h2d_bytes += op->bytes;
       ++h2d_ops;
       if (read_early[op->id]) early_bytes += op->bytes, ++early_ops;
     }
     if (h2d_ops == 0) continue;
     const double carry = std::min(h2d_bytes, plan.info.slot_count * plan.info.slot_bytes + early_bytes);
-    for (auto [res, coeff] : *route) {
-      resource_bytes[res] += coeff * (h2d_bytes - carry);
-      min_rate = std::min(min_rate, solver.capacity(res) / coeff);
-    }
+    h2d_after_carry[r] = h2d_bytes - carry;
+    for (auto [res, coeff] : *h2d_route[r]) min_rate = std::min(min_rate, solver.capacity(res) / coeff);
     min_rate = std::min(min_rate, node.copy_engine_bytes_per_s);
     const double lane = (h2d_bytes - carry) / min_rate +
                         node.h2d_latency_s * std::max(0, h2d_ops - plan.info.slot_count - early_ops);
-    b.copy_lane_s = std::max(b.copy_lane_s, lane);
+    copy_lane_s = std::max(copy_lane_s, lane);
   }
+
   // (d) Cumulative form: everything of steps 0..s must cross before E(s), so
   //     step_time ≥ (bytes of steps 0..s over ρ) / C_ρ − E(s−1), and per rank
   //     step_time ≥ Σ over its H2D ops of steps 0..s of (latency + bytes / rate) − E(s−1).
+  std::vector<double> cumulative_bytes(solver.resource_count(), 0.0);
   if (previous_step_end_s >= 0) {
-    std::vector<double> total_bytes(solver.resource_count(), 0.0);
     std::vector<double> lane_s(ranks, 0.0);
     std::vector<int> last_compute_id(std::size_t(ranks) * plan.info.steps, -1);
     for (const PlanOp& op : plan.ops)
@@ -187,26 +199,116 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       if (op.kind == OpKind::h2d) {
         double rate = node.copy_engine_bytes_per_s;
         for (auto [res, coeff] : *h2d_flow(op, node, topology).route) {
-          total_bytes[res] += coeff * op.bytes;
+          cumulative_bytes[res] += coeff * op.bytes;
           rate = std::min(rate, solver.capacity(res) / coeff);
         }
         lane_s[op.rank] += node.h2d_latency_s + op.bytes / rate;
       } else if (op.kind == OpKind::collective && op.rank == 0 &&
                  op.id < last_compute_id[std::size_t(op.rank) * plan.info.steps + op.step]) {
         for (const FlowSpec& f : collective_flows(op, plan, node, topology))
-          for (auto [res, coeff] : *f.route) total_bytes[res] += coeff * f.bytes;
+          for (auto [res, coeff] : *f.route) cumulative_bytes[res] += coeff * f.bytes;
       }
     }
-    for (int res = 0; res < int(total_bytes.size()); ++res)
-      resource_bytes[res] = std::max(resource_bytes[res], total_bytes[res] - previous_step_end_s * solver.capacity(res));
-    for (double l : lane_s) b.copy_lane_s = std::max(b.copy_lane_s, l - previous_step_end_s);
+    for (int res = 0; res < int(cumulative_bytes.size()); ++res)
+      cumulative_bytes[res] = std::max(0.0, cumulative_bytes[res] - previous_step_end_s * solver.capacity(res));
+    for (double l : lane_s) copy_lane_s = std::max(copy_lane_s, l - previous_step_end_s);
   }
-  for (int res = 0; res < int(resource_bytes.size()); ++res) {
-    if (!(resource_bytes[res] > 0)) continue;
-    const double t = resource_bytes[res] / solver.capacity(res);
-    if (t > b.link_s) b.link_s = t, b.link_resource = solver.resource_name(res);
+
+  // r* (the rank whose step s−1 ends last, at E(s−1)) is unknown: the bound is the smallest over
+  // the ranks of what each would imply. Without a step s−1 (one step) every rank starts at 0.
+  struct Item {
+    double release_s, tail_s, work_bytes;
+  };
+  const int candidates = s > 0 ? ranks : 1;
+  StepBound b;
+  b.bound_step_time_s = kInf;
+  std::vector<double> dist(static_cast<std::size_t>(op_count));
+  std::vector<std::vector<Item>> items(solver.resource_count());
+  std::vector<double> volume_bytes(solver.resource_count());
+  for (int r = 0; r < candidates; ++r) {
+    // (a) dist[i]: a lower bound on op i's end after E(s−1), −∞ when i need not wait for the anchor
+    // (rank r's last compute op of step s−1; for one step the run's start). Dependencies include
+    // lane order, so a copy lane's copies chain one after another.
+    int anchor = -1;
+    if (s > 0)
+      for (const PlanOp& op : plan.ops)
+        if (op.rank == r && op.step == s - 1 && op.kind == OpKind::compute) anchor = std::max(anchor, op.id);
+    std::fill(dist.begin(), dist.end(), -kInf);
+    if (anchor >= 0) dist[std::size_t(anchor)] = 0;
+    for (int i = anchor + 1; i < op_count; ++i) {
+      const PlanOp& op = plan.ops[i];
+      double after = anchor >= 0 ? -kInf : 0.0;
+      for (int d : op.deps)
+        if (d >= anchor && d >= 0) after = std::max(after, dist[std::size_t(d)]);
+      if (after == -kInf) continue;
+      dist[std::size_t(i)] = after + min_duration_s(op);
+    }
+    StepBound c;
+    c.copy_lane_s = copy_lane_s;
+    c.critical_path_s = 0;
+    for (int q = 0; q < ranks; ++q) c.critical_path_s = std::max(c.critical_path_s, dist[std::size_t(last_compute[q])]);
+
+    // (b) and (e): the flows each resource must carry inside [E(s−1), E(s)]: every copy and
+    // collective of step s that waits for the anchor and precedes a compute op of step s.
+    for (auto& v : items) v.clear();
+    std::fill(volume_bytes.begin(), volume_bytes.end(), 0.0);
+    for (int q = 0; q < ranks; ++q)
+      if (h2d_route[q])
+        for (auto [res, coeff] : *h2d_route[q]) volume_bytes[res] += coeff * h2d_after_carry[q];
+    for (int q = 0; q < ranks; ++q)
+      for (const PlanOp* op : ops[q]) {
+        const std::size_t i = std::size_t(op->id);
+        if (op->kind != OpKind::h2d || dist[i] == -kInf || tail[i] == -kInf) continue;
+        const FlowSpec f = h2d_flow(*op, node, topology);
+        for (auto [res, coeff] : *f.route)
+          items[res].push_back({dist[i] - min_duration_s(*op), tail[i], coeff * op->bytes});
+      }
+    for (const auto& [g, members] : group_members) {
+      double release = -kInf, tail_s = -kInf;
+      for (int m : members) {
+        if (dist[std::size_t(m)] != -kInf)
+          release = std::max(release, dist[std::size_t(m)] - min_duration_s(plan.ops[m]));
+        tail_s = std::max(tail_s, tail[std::size_t(m)]);
+      }
+      if (release == -kInf || tail_s == -kInf) continue;
+      for (const FlowSpec& f : group_flows[g])
+        for (auto [res, coeff] : *f.route) {
+          items[res].push_back({release, tail_s, coeff * f.bytes});
+          volume_bytes[res] += coeff * f.bytes;
+        }
+    }
+    for (int res = 0; res < int(solver.resource_count()); ++res) {
+      const double capacity = solver.capacity(res);
+      const double volume_s = std::max(volume_bytes[res], cumulative_bytes[res]) / capacity;
+      c.link_volume_s = std::max(c.link_volume_s, volume_s);
+      // (e) A link direction is one machine that flows share: the flows released at or after τ
+      // (their earliest start after E(s−1), from (a)) all cross after τ, and each is followed by
+      // at least its tail before E(s). So step_time ≥ τ + Σ work / C + min tail over that set, and
+      // symmetrically for the flows whose tail is at least q (Jackson's preemptive one-machine
+      // bound with release and delivery times).
+      double release_s = 0;
+      std::vector<Item>& v = items[res];
+      if (!v.empty()) {
+        std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.release_s > y.release_s; });
+        double work = 0, min_tail = kInf;
+        for (const Item& it : v) {
+          work += it.work_bytes, min_tail = std::min(min_tail, it.tail_s);
+          release_s = std::max(release_s, it.release_s + work / capacity + min_tail);
+        }
+        std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.tail_s > y.tail_s; });
+        work = 0;
+        double min_release = kInf;
+        for (const Item& it : v) {
+          work += it.work_bytes, min_release = std::min(min_release, it.release_s);
+          release_s = std::max(release_s, min_release + work / capacity + it.tail_s);
+        }
+      }
+      const double t = std::max(volume_s, release_s);
+      if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(res);
+    }
+    c.bound_step_time_s = std::max({c.critical_path_s, c.link_s, c.copy_lane_s});
+    if (c.bound_step_time_s < b.bound_step_time_s) b = c;
   }
-  b.bound_step_time_s = std::max({b.critical_path_s, b.link_s, b.copy_lane_s});
   b.binding = b.bound_step_time_s == b.critical_path_s ? "critical-path"
               : b.bound_step_time_s == b.link_s        ? "link"
                                                        : "copy-lane";

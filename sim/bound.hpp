@@ -11,8 +11,10 @@
 //      least its uncontended time (its flows alone on the topology, + latency: run to completion as
 //      the executor runs them, max-min rates re-solved as flows finish, a link direction at its
 //      under-duplex capacity while its reverse carries one of them, which its own flows cause), each
-//      copy for at least 0. So step_time ≥ the longest dependency chain from the anchor to r*'s
-//      last compute op of step s (the minimum over ranks, r* being unknown). In program order that
+//      copy for at least h2d_latency_s + bytes at the fastest rate its flow can have (copy engine or
+//      the plan's cap, its route's narrowest capacity), one after another on its rank's copy lane
+//      (lane order is a dependency). So step_time ≥ the longest dependency chain from the anchor to
+//      any rank's last compute op of step s. In program order that
 //      is Σ compute + Σ collectives where each collective gates the next compute op (Ulysses); ring
 //      attention's K/V pass overlaps the attention (the longer branch counts), and FSDP's
 //      all-gathers, which wait only for the compute two blocks back, count only where they gate.
@@ -33,8 +35,18 @@
 //      copy lane needs Σ (latency + bytes / rate) over steps 0..s, less E(s−1). (b) is tight when the
 //      buffers are small, (d) when they are deep (a 2-step run cannot hide a step's copies in the
 //      first step's time when the first step needed its own).
-// bound_step_time_s = max(a, b, c, d). It holds whatever the policy does (a property test draws
-// random configurations and checks step_time ≥ bound).
+//  (e) Release and tail form of (b). (a) gives each flow of (b) an earliest start τ_j after E(s−1)
+//      (its op's chain from the anchor less its own duration; a collective's flows start when its
+//      last member arrives) and a tail q_j (the longest chain from its op's end to the end of a
+//      compute op of step s, all of which end by E(s)). A resource is one machine its flows share
+//      at most C_ρ, so for any set J of them step_time ≥ min τ_J + Σ_J work / C_ρ + min q_J
+//      (the preemptive one-machine bound with release and delivery times: Carlier 1982; Jackson's
+//      preemptive schedule attains it over the sets {τ_j ≥ τ} and {q_j ≥ q}, both of which are
+//      scanned). This is what sees the wrap-around: a copy that waits for a slot freed by step s's
+//      own compute cannot start at E(s−1).
+// r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e) computed with r*'s anchor
+// (one candidate for a one-step plan). It holds whatever the policy does (property tests draw
+// random configurations and layouts and check step_time ≥ bound).
 #include <string>
 
 #include "model/node.hpp"
@@ -43,9 +55,10 @@
 namespace chunkflow {
 
 struct StepBound {
-  double bound_step_time_s = 0;    ///< max of the three terms
+  double bound_step_time_s = 0;    ///< max of the terms, for the r* that gives the smallest
   double critical_path_s = 0;      ///< (a)
-  double link_s = 0;               ///< (b), the tightest resource
+  double link_s = 0;               ///< (b), (d) or (e), the tightest resource
+  double link_volume_s = 0;        ///< (b) and (d) alone (bytes over capacity), the tightest resource
   std::string link_resource;       ///< its name ("pcie.gpu0.h2d", ...; "" when no bytes cross)
   double copy_lane_s = 0;          ///< (c), the tightest rank
   /// Which term binds: "critical-path", "link" or "copy-lane".
