@@ -29,6 +29,14 @@ constexpr int kRingKernelsPerStep = 5;
 // input dtype (6 B). Bytes per output element of one ring attention: (r − 1)·10 + 12. HBM-bound.
 constexpr double kRingMergeStepBytesPerElement = 10;
 constexpr double kRingMergeCastBytesPerElement = 12;
+// A ring-only layout (Ulysses group of one rank) runs yunchang's all_to_all_4D with
+// seq_world_size 1: no all_to_all_single (output = input_t), and the q/k/v side's transposes swap
+// dimensions of size 1 (batch 1, P = 1), so .contiguous() copies nothing; the output side's
+// permutation (heads ↔ sequence) is real, two .contiguous() copies of the output (r2 w2 each):
+// 8 B per output element and 2 kernels instead of the Ulysses pack/unpack of 4 all-to-alls
+// (yunchang comm/all_to_all.py all_to_all_4D; DeepSpeed sequence/layer.py has the same transposes).
+constexpr double kRingOnlyRepackBytesPerElement = 8;
+constexpr int kRingOnlyRepackKernels = 2;
 // Under torch.compile the ring's P2P exchange (torch.distributed batch_isend_irecv / P2POp, as
 // yunchang's RingComm issues it) is not traceable by dynamo: the graph breaks around it and the ring
 // loop runs eagerly (pytorch/pytorch issue #121386 "torch.compile + ring attention" shows the break;
@@ -103,6 +111,19 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
                                     double(st.attention.q_tokens) * double(st.attention.head_dim);
         s.elementwise_bytes += out_elements * (double(ring - 1) * kRingMergeStepBytesPerElement +
                                                kRingMergeCastBytesPerElement);
+        if (u == 1) {
+          // The per-rank shapes are priced as a ring·1-way Ulysses split, which attaches the
+          // Ulysses pack/unpack to this attention: replace it with the ring-only output repack.
+          // Its elements are the output's (exact where the text is split or absent, FLUX and Wan;
+          // HunyuanVideo's replicated text rows make it approximate).
+          for (const ElementwiseOp& op : architecture(w.model).block_kinds[size_t(b.kind)].elementwise) {
+            if (!op.ulysses_only || op.attach_linear >= 0 || op.attach_attention != st.stage.attention) continue;
+            const double op_bytes = w.compiled ? op.fused_bytes_per_element : op.eager_bytes_per_element;
+            const int op_kernels = w.compiled ? op.fused_kernels : op.eager_kernels;
+            s.elementwise_bytes -= out_elements * op.width_over_hidden * (op_bytes - kRingOnlyRepackBytesPerElement);
+            s.elementwise_kernels -= op_kernels - kRingOnlyRepackKernels;
+          }
+        }
       }
       const double t = stage_compute_time_s(s, n);
       const double ew = s.elementwise_bytes / hbm;

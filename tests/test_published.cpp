@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "model/architecture.hpp"
 #include "model/calibration.hpp"
 #include "model/calibration_published.hpp"
 #include "model/error.hpp"
@@ -139,22 +140,34 @@ TEST_CASE("a compiled stack issues its ring loop eagerly (graph break at the P2P
   FAIL("record xdit-flux-r4-compiled not found");
 }
 
-TEST_CASE("ring attention's output merge moves (r - 1)·10 + 12 bytes per output element through HBM") {
+TEST_CASE("ring-only attention: the output merge's (r - 1)·10 + 12 B and an 8 B output repack replace the Ulysses pack/unpack") {
   // xdit-flux-r2-compiled against the same record as Ulysses 2: both price the per-rank shapes of a
   // 2-way split (24/2 heads × 4352 tokens × 128 per joint attention), so their elementwise parts
-  // differ by the ring's merge alone: FLUX's 57 blocks, one joint attention each, 28 steps.
+  // differ by the ring's merge (22 B per output element at r = 2), less the Ulysses pack/unpack that
+  // a one-rank Ulysses group does not do, plus its 8 B output repack; FLUX's 57 blocks, one joint
+  // attention each, 28 steps. Kernels: + r·5 for the ring loop, − (pack kernels − 2) per attention.
+  double pack_bytes = 0;
+  int pack_kernels = 0;
+  for (const ElementwiseOp& op : architecture("flux.1-dev").block_kinds.front().elementwise)
+    if (op.ulysses_only) {
+      pack_bytes = op.fused_bytes_per_element;
+      pack_kernels = op.fused_kernels;
+    }
+  REQUIRE(pack_bytes > 8);
   for (const PublishedRecord& ring : load_published_records(kDir)) {
     if (ring.id != "xdit-flux-r2-compiled") continue;
     REQUIRE(ring.ring_degree == 2);
+    REQUIRE(ring.workload.compiled);
     PublishedRecord ulysses = ring;
     ulysses.ring_degree = 1;
     ulysses.workload.ulysses_degree = 2;
     const PublishedPrediction pr = predict_published(ring), pu = predict_published(ulysses);
     const NodeSpec n = published_record_node(ring, {});
     const double out_elements = 12.0 * 4352.0 * 128.0;
-    const double merge_bytes_per_forward = 57.0 * out_elements * ((2 - 1) * 10.0 + 12.0);
-    const double expected_s = 28.0 * merge_bytes_per_forward / (n.hbm_efficiency * n.hbm_bytes_per_s);
+    const double bytes_per_forward = 57.0 * out_elements * (((2 - 1) * 10.0 + 12.0) - (pack_bytes - 8.0));
+    const double expected_s = 28.0 * bytes_per_forward / (n.hbm_efficiency * n.hbm_bytes_per_s);
     CHECK(pr.parts.at("elementwise") - pu.parts.at("elementwise") == Approx(expected_s).epsilon(1e-9));
+    CHECK(pr.kernels_per_forward - pu.kernels_per_forward == Approx(57.0 * (2 * 5 - (pack_kernels - 2))));
     return;
   }
   FAIL("record xdit-flux-r2-compiled not found");
