@@ -8,6 +8,7 @@
 
 #include "model/collective_flows.hpp"
 #include "model/kernel_model.hpp"
+#include "model/link_model.hpp"
 
 namespace chunkflow {
 
@@ -64,11 +65,12 @@ double collective_inbound_bytes(const BlockCost& block, const Workload& w) {
 
 namespace {
 
-/// analyze() with B_coll_in(b) from `inbound`.
+/// analyze() with B_coll_in(b) from `inbound` and η_pref·BW_h2d = `h2d_bytes_per_s`.
 template <class Inbound>
-AnalyticalResult analyze_with(const ForwardCost& cost, const NodeSpec& node, const Inbound& inbound) {
+AnalyticalResult analyze_with(const ForwardCost& cost, const NodeSpec& node, const Inbound& inbound,
+                              double h2d_bytes_per_s) {
   AnalyticalResult r;
-  r.h2d_bytes_per_s = node.h2d_bytes_per_s(0);
+  r.h2d_bytes_per_s = h2d_bytes_per_s;
   if (cost.blocks.empty()) {
     r.regime = "compute-bound";
     return r;
@@ -106,12 +108,20 @@ AnalyticalResult analyze_with(const ForwardCost& cost, const NodeSpec& node, con
 }  // namespace
 
 AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree) {
-  return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, ulysses_degree); });
+  return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, ulysses_degree); },
+                      node.h2d_bytes_per_s(0));
+}
+
+double shared_h2d_bytes_per_s(const NodeSpec& node, const Workload& w) {
+  if (node.collective == CollectiveBackend::pcie_proxy) return node.h2d_bytes_per_s(0);
+  return WorkloadLinkModel(node, w).copy_alone_bytes_per_s();
 }
 
 AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, const Workload& w) {
-  if (!uses_layouts_beyond_ulysses(w)) return analyze(cost, node, w.ulysses_degree);
-  return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, w); });
+  const double h2d = shared_h2d_bytes_per_s(node, w);
+  if (!uses_layouts_beyond_ulysses(w))
+    return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, w.ulysses_degree); }, h2d);
+  return analyze_with(cost, node, [&](const BlockCost& b) { return collective_inbound_bytes(b, w); }, h2d);
 }
 
 }  // namespace chunkflow

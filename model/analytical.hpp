@@ -45,6 +45,7 @@ struct AnalyticalResult {
   double auto_resident_fraction = 0;
 };
 
+/// With η_pref · BW_h2d = node.h2d_bytes_per_s(0): one GPU's full rate, its link not shared.
 AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulysses_degree);
 
 /// Bytes of every collective of a block (any kind: Ulysses all-to-all, ring attention's K/V pass,
@@ -54,8 +55,17 @@ AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, int ulys
 /// CFG gather. For Ulysses alone it equals collective_inbound_bytes(block, U).
 double collective_inbound_bytes(const BlockCost& block, const Workload& w);
 
+/// η_pref · BW_h2d per GPU while every rank the workload executes on `node` prefetches at once
+/// (bytes/s): model/link_model.hpp's WorkloadLinkModel::copy_alone_bytes_per_s, i.e. max-min
+/// fair shares on the host routes (model/routes.hpp), min(copy engine, cap_d / k_d over every
+/// link direction d that k_d copies cross). Two GPUs under one PCIe-switch uplink (8xh100-pcie)
+/// get half the uplink each. pcie_proxy nodes (one GPU stands for the group): node.h2d_bytes_per_s(0).
+/// Throws as WorkloadLinkModel's constructor (InputError for a layout the node cannot hold).
+double shared_h2d_bytes_per_s(const NodeSpec& node, const Workload& w);
+
 /// analyze() for workload `w`: B_coll_in counts every collective kind of its layout
-/// (collective_inbound_bytes(block, w)); the rest as analyze(cost, node, w.ulysses_degree).
+/// (collective_inbound_bytes(block, w)); η_pref · BW_h2d is the per-GPU share
+/// shared_h2d_bytes_per_s(node, w), not one GPU's full rate.
 AnalyticalResult analyze(const ForwardCost& cost, const NodeSpec& node, const Workload& w);
 
 }  // namespace chunkflow

@@ -1,6 +1,7 @@
 // Tests of model/analytical: the closed forms of its header (T_comp, T_pref, F*, B_hide, auto R).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include "model/analytical.hpp"
@@ -250,4 +251,58 @@ TEST_CASE("B_coll_in counts every collective kind of a layout: closed forms per 
   const Workload u = make("wan2.1-t2v-14b", 480, 832, 17, 2);
   const ForwardCost fu = forward_cost(u);
   for (const BlockCost& b : fu.blocks) CHECK(collective_inbound_bytes(b, u) == Approx(collective_inbound_bytes(b, 2)).epsilon(1e-12));
+}
+
+TEST_CASE("η_pref·BW_h2d is the per-GPU share of the host routes: half a PCIe-switch uplink on 8xh100-pcie, "
+          "a whole link on 2xh100-pcie",
+          "[analytical][routes]") {
+  // Every executed rank prefetches at once; each copy is one flow host → its GPU, max-min fair
+  // (model/link_model.hpp WorkloadLinkModel::copy_alone_bytes_per_s): x = min(CE, cap_d / k_d) over
+  // the link directions d that k_d copies cross. Pinned host memory is socket 0's ("host").
+  auto link = [](const NodeSpec& n, const std::string& name) -> const LinkSpec& {
+    for (const LinkSpec& l : n.links)
+      if (l.name == name) return l;
+    FAIL("no link " << name << " in " << n.id);
+    return n.links.front();
+  };
+  auto h2d_of = [](const NodeSpec& n, int U) {
+    Workload w = make("wan2.1-t2v-14b", 480, 832, 17, U);
+    return analyze(forward_cost(w), n, w);
+  };
+  const NodeSpec two = node("2xh100-pcie");
+  const NodeSpec eight = node("8xh100-pcie");
+  const double ce2 = two.copy_engine_bytes_per_s, ce8 = eight.copy_engine_bytes_per_s;
+  // 2xh100-pcie: each GPU has its own x16 link to the root complex; DRAM (mem0) carries both copies.
+  {
+    const double gpu_link = link(two, "pcie.gpu0").a_to_b_bytes_per_s;
+    const double expected = std::min({ce2, gpu_link, link(two, "mem0").a_to_b_bytes_per_s / 2});
+    const AnalyticalResult r = h2d_of(two, 2);
+    CHECK(r.h2d_bytes_per_s == Approx(expected).epsilon(kRelTolerance));
+    CHECK(r.h2d_bytes_per_s == Approx(two.h2d_bytes_per_s(0)).epsilon(kRelTolerance));  // nothing shared
+    CHECK(r.prefetch_time_s == Approx(r.block_weight_bytes / expected).epsilon(kRelTolerance));
+  }
+  // 8xh100-pcie: GPU pairs under one switch (sw0: gpu0, gpu1; sw1: gpu2, gpu3 on socket 0).
+  const double uplink = link(eight, "pcie.sw0").a_to_b_bytes_per_s;
+  const double gpu_link = link(eight, "pcie.gpu0").a_to_b_bytes_per_s;
+  const double dram = link(eight, "mem0").a_to_b_bytes_per_s;
+  const double upi = link(eight, "upi").a_to_b_bytes_per_s;
+  CHECK(h2d_of(eight, 1).h2d_bytes_per_s == Approx(std::min({ce8, gpu_link, uplink, dram})).epsilon(kRelTolerance));
+  for (int U : {2, 4}) {  // ranks 0..U−1 on socket 0: two per uplink
+    INFO("Ulysses " << U);
+    const double expected = std::min({ce8, gpu_link, uplink / 2, dram / U});
+    const AnalyticalResult r = h2d_of(eight, U);
+    CHECK(r.h2d_bytes_per_s == Approx(expected).epsilon(kRelTolerance));
+    CHECK(r.h2d_bytes_per_s < eight.h2d_bytes_per_s(0));  // one GPU's full rate overstated it
+    CHECK(r.h2d_bytes_per_s == Approx(eight.h2d_bytes_per_s(0) / 2).epsilon(0.02));  // ≈ half: 28 vs 55.3 GB/s
+  }
+  {  // all 8: GPUs 4–7 read socket 0's pinned memory over UPI (4 copies), DRAM carries 8
+    const double expected = std::min({ce8, gpu_link, uplink / 2, upi / 4, dram / 8});
+    const AnalyticalResult r = h2d_of(eight, 8);
+    CHECK(r.h2d_bytes_per_s == Approx(expected).epsilon(kRelTolerance));
+    // F* scales inversely with the copy rate: the same workload on one GPU's full rate.
+    Workload w = make("wan2.1-t2v-14b", 480, 832, 17, 8);
+    const AnalyticalResult full = analyze(forward_cost(w), eight, 8);
+    CHECK(full.h2d_bytes_per_s == Approx(eight.h2d_bytes_per_s(0)).epsilon(kRelTolerance));
+    CHECK(r.critical_flop == Approx(full.critical_flop * full.h2d_bytes_per_s / expected).epsilon(1e-9));
+  }
 }
