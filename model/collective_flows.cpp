@@ -54,10 +54,14 @@ std::vector<PeerFlow> collective_peer_flows(const Workload& w, CollectiveKind ki
       return flows;
     }
     case CollectiveKind::all_gather: {
-      const int n = gpus_used(w);
-      std::vector<int> all(n);
-      for (int i = 0; i < n; ++i) all[i] = i;
-      ring(all, (n - 1) * S);
+      // One ring per TP coordinate over the ranks holding that TP shard (every rank without TP).
+      const int n = fsdp_degree(w);
+      for (int t = 0; t < w.tp_degree; ++t) {
+        std::vector<int> members;
+        for (int g = 0; g < gpus_used(w); ++g)
+          if (rank_coordinates(w, g).tp == t) members.push_back(g);
+        ring(members, (n - 1) * S);
+      }
       return flows;
     }
     case CollectiveKind::cfg_gather: {

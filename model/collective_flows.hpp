@@ -24,7 +24,8 @@ constexpr int kHostEnd = -1;
 ///      for P < 2. With `pcie_proxy`: (P−1)/P·S from GPU 0 to the host and the same back.
 ///  ring_kv (R): each ring-attention group a ring in rank order, (R−1)·S per flow.
 ///  all_reduce (TP, T): each TP group a ring, 2(T−1)/T·S per flow (reduce-scatter + all-gather).
-///  all_gather (FSDP): one ring over all gpus_used(w) ranks, (N−1)·S per flow.
+///  all_gather (FSDP): one ring per TP coordinate over the N = fsdp_degree(w) ranks holding that TP
+///      shard, in rank order (every rank without TP), (N−1)·S per flow.
 ///  cfg_gather (parallel CFG): rank g and g + N/2 exchange S each way.
 /// A group of one rank (FSDP on one GPU) has no flows. The order is fixed (groups by their first rank, then members) so results do not depend on it.
 std::vector<PeerFlow> collective_peer_flows(const Workload& w, CollectiveKind kind, double buffer_bytes,

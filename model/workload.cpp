@@ -196,11 +196,11 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
     offset += linear_params_per_rank(k.linears[i], s.t) * dt;
   }
   b.weight_bytes = s.t == 1 ? double(k.params()) * dt : offset + double(k.other_params) * dt;
-  const int gpus = gpus_used(w);
+  const int gpus = fsdp_degree(w);
   if (w.fsdp) {
-    // FSDP: each rank holds 1/N of the block (a flat shard); the all-gather before the block
-    // brings the other N−1 shards, freed after the block (PyTorch FSDP FULL_SHARD, reshard after
-    // forward).
+    // FSDP: each rank holds 1/N of the block (a flat shard; with TP, of its TP shard, N = the ranks
+    // holding that TP shard); the all-gather before the block brings the other N−1 shards, freed
+    // after the block (PyTorch FSDP FULL_SHARD, reshard after forward).
     b.weights_gathered = true;
     StageCost g;
     g.stage.kind = BlockStage::Kind::all_to_all;
@@ -393,10 +393,6 @@ void validate(const Workload& w, const std::string& file, const std::string& pre
                            " and tp to divide its hidden size " + std::to_string(a.hidden) + " and MLP width " +
                            std::to_string(a.ffn) + ", got ulysses " + std::to_string(w.ulysses_degree) + " × tp " +
                            std::to_string(w.tp_degree));
-    if (w.fsdp)
-      throw InputError(file, prefix + "/fsdp",
-                       "FSDP with tensor parallelism is not simulated (Wan's and xDiT's scripts use one or the "
-                       "other); use --fsdp or --tp");
   }
   if (w.dtype_bytes < 1)
     throw InputError(file, prefix + "/dtype_bytes",
@@ -413,6 +409,8 @@ const char* collective_kind_name(CollectiveKind k) {
   }
   return "all_to_all";
 }
+
+int fsdp_degree(const Workload& w) { return w.fsdp ? gpus_used(w) / std::max(1, w.tp_degree) : 1; }
 
 int sequence_parallel_degree(const Workload& w) { return w.ulysses_degree * w.ring_degree; }
 

@@ -42,7 +42,8 @@ enum class CollectiveKind {
                ///< times, overlapped with the attention (xDiT's ring): the attention does not wait
                ///< for it, the stage after the attention does
   all_reduce,  ///< tensor parallelism: ring all-reduce of a row-split linear's output in its TP group
-  all_gather,  ///< FSDP: ring all-gather of a block's weight shards over every GPU used, before the
+  all_gather,  ///< FSDP: ring all-gather of a block's weight shards over the fsdp_degree ranks holding
+               ///< one TP shard (every GPU used without TP), before the
                ///< block (it needs no activation: it starts as soon as the comm lane is free)
   cfg_gather,  ///< parallel CFG: each rank exchanges its noise prediction with its counterpart in
                ///< the other GPU group, once per step (after the last block)
@@ -58,7 +59,7 @@ struct Workload {
   int ulysses_degree = 1;                 ///< U (`--ulysses`; "P" where Ulysses is the only layout)
   int ring_degree = 1;                    ///< R (`--ring`): ring attention over R sequence shards
   int tp_degree = 1;                      ///< T (`--tp`): Megatron tensor parallelism
-  bool fsdp = false;                      ///< `--fsdp`: block weights sharded over every GPU used
+  bool fsdp = false;                      ///< `--fsdp`: block weights sharded over the fsdp_degree ranks
   int dtype_bytes = 2;                    ///< bf16
   int64_t text_tokens = 0;                ///< T entering the blocks; 0 = the architecture's default
   AttentionKernel attention = AttentionKernel::automatic;  ///< `--attention`
@@ -95,6 +96,12 @@ double denoise_time_s(const Workload& w, double step_time_s);
 /// innermost, then Ulysses, ring, CFG group (xDiT's and Megatron's order):
 ///   rank = ((c·R + r)·U + u)·T + t,   c ∈ {0, 1} the CFG group.
 int gpus_used(const Workload& w);
+/// Ranks one FSDP all-gather spans: with FSDP gpus_used(w) / T (the ranks that hold the same TP
+/// shard: every Ulysses, ring and CFG coordinate at one TP coordinate, as PyTorch's 2-D parallelism
+/// shards with FSDP over the data-parallel mesh dimension and splits with TP within; PyTorch
+/// tutorial "Large Scale Transformer model training with Tensor Parallel (TP)"); T = 1: every GPU
+/// used. 1 without FSDP.
+int fsdp_degree(const Workload& w);
 /// U × R: the ranks one sequence is split over.
 int sequence_parallel_degree(const Workload& w);
 /// The coordinates of `rank` (see gpus_used); throws std::out_of_range outside [0, gpus_used).
@@ -134,7 +141,8 @@ struct TokenCounts {
 /// ≤ 0, height or width not a multiple of 16, frames not 4k+1 (video) or ≠ 1 (image), Ulysses
 /// degree < 1 or not dividing the heads, denoising steps outside [0, 10000] (field "/steps"),
 /// ring or TP degree < 1 ("/ring_degree", "/tp_degree"), U·T not dividing the heads or T not
-/// dividing the hidden size and the MLP width ("/tp_degree"), FSDP with TP ("/fsdp").
+/// dividing the hidden size and the MLP width ("/tp_degree"). FSDP with TP is valid: FSDP shards
+/// each TP shard over the fsdp_degree ranks that hold it.
 void validate(const Workload& w, const std::string& file = "", const std::string& prefix = "/workload");
 
 TokenCounts tokens(const Workload& w);

@@ -280,7 +280,7 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
                                       range_text("--ring") + "; GPUs used = ulysses × ring × tp × (2 with --cfg parallel)");
   app.add_option("--tp", o.tp, "Tensor-parallel degree T (Megatron column/row split, all-reduce after attention and MLP), " +
                                   range_text("--tp"));
-  app.add_flag("--fsdp", o.fsdp, "FSDP: block weights sharded over every GPU used, all-gathered before each block");
+  app.add_flag("--fsdp", o.fsdp, "FSDP: block weights sharded over every GPU used (with --tp: over the GPUs holding one TP shard), all-gathered before each block");
   app.add_option("--steps", o.denoising_steps,
                  "Denoising steps of the generation (default: the model's; Wan2.1 50, Wan2.2 40, FLUX 28, "
                  "HunyuanVideo 50), " + range_text("--steps"));

@@ -35,7 +35,7 @@ FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topolo
 ///      α + (R−1)·S / B (SendRecv, factor 1, per ring step S).
 ///  all_reduce (TP, T): ring, 2(T−1)/T·S per flow (reduce-scatter then all-gather);
 ///      α + 2(T−1)/T·S / B (AllReduce: factor 2(n−1)/n, size S).
-///  all_gather (FSDP, over all N GPUs used, S = one shard): ring, (N−1)·S per flow;
+///  all_gather (FSDP, over the N = fsdp_degree ranks holding one TP shard, S = one shard): ring, (N−1)·S per flow;
 ///      α + (N−1)·S / B (AllGather: factor (n−1)/n, size N·S).
 ///  cfg_gather (parallel CFG): rank g and g + N/2 exchange S each way; α + S / B.
 std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, const NodeSpec& node,

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 
+#include "model/collective_flows.hpp"
 #include "model/error.hpp"
 #include "model/workload.hpp"
 #include "property_sample.hpp"
@@ -154,6 +155,55 @@ TEST_CASE("FSDP all-gather volume: each rank receives (N−1)/N of every block's
         r.plan.info.resident_weight_bytes + r.plan.info.activation_bytes + 2 * cf.blocks[0].weight_bytes + 1);
 }
 
+TEST_CASE("FSDP with TP: FSDP shards each TP shard over the N/T ranks holding it; each rank receives "
+          "(N/T−1)/(N/T) of its TP shard of every block, alone α + (N/T−1)·shard / B on NVSwitch",
+          "[layouts][closed-form]") {
+  // PyTorch 2-D parallelism: FSDP over the data/sequence-parallel ranks, TP within (model/workload.hpp
+  // fsdp_degree). U 4 × TP 2 on 8 GPUs: two FSDP rings of 4 ranks, one per TP coordinate.
+  const NodeSpec n = node("8xh100-sxm");
+  const int U = 4, T = 2, F = U;  // F = N / T ranks per FSDP group
+  const Workload w = layout("wan2.1-t2v-14b", 480, 832, 17, U, 1, T, true);
+  const Workload tp_only = layout("wan2.1-t2v-14b", 480, 832, 17, U, 1, T, false);
+  REQUIRE(fsdp_degree(w) == F);
+  REQUIRE(fsdp_degree(tp_only) == 1);
+  const ForwardCost c = forward_cost(w), ct = forward_cost(tp_only);
+  for (std::size_t b = 0; b < c.blocks.size(); ++b) {
+    const StageCost& g = c.blocks[b].stages.front();
+    REQUIRE(g.collective == CollectiveKind::all_gather);
+    CHECK(g.collective_ranks == F);
+    CHECK(g.all_to_all_buffer_bytes == Approx(ct.blocks[b].weight_bytes / F).epsilon(1e-12));
+    CHECK(g.gather_alloc_bytes == Approx(ct.blocks[b].weight_bytes * (F - 1) / F).epsilon(1e-12));
+    CHECK(c.blocks[b].weight_bytes == Approx(ct.blocks[b].weight_bytes / F).epsilon(1e-12));
+  }
+  // The flows: one ring per TP coordinate, (F−1)·shard per flow, never across TP coordinates.
+  const double S = c.blocks[0].stages.front().all_to_all_buffer_bytes;
+  const auto flows = collective_peer_flows(w, CollectiveKind::all_gather, S, false);
+  REQUIRE(flows.size() == std::size_t(gpus_used(w)));
+  std::map<int, double> into;
+  for (const PeerFlow& f : flows) {
+    CHECK(rank_coordinates(w, f.src).tp == rank_coordinates(w, f.dst).tp);
+    CHECK(f.bytes == Approx((F - 1) * S).epsilon(1e-12));
+    into[f.dst] += f.bytes;
+  }
+  REQUIRE(into.size() == std::size_t(gpus_used(w)));
+  for (const auto& [rank, bytes] : into) CHECK(bytes == Approx(ct.blocks[0].weight_bytes * (F - 1) / F).epsilon(1e-12));
+  // Simulated: each all-gather alone takes α + (F−1)·shard / B; the rank holds 1/F of its TP shard.
+  const auto r = test::run(w, n, test::policy("no-offload"));
+  const auto rows = collective_rows(r, CollectiveKind::all_gather);
+  REQUIRE(rows.size() == std::size_t(gpus_used(w) * 2 * c.blocks.size()));  // ranks × steps × blocks
+  const double B = pair_rate(n, 0, 1);
+  int checked = 0;
+  for (const TimelineRow* row : rows)
+    if (row->start_s > 0 && row->rank == 0) {
+      CHECK(close(row->end_s - row->start_s, n.collective_latency_s + (F - 1) * row->bytes / B));
+      ++checked;
+    }
+  CHECK(checked > 0);
+  const auto rt = test::run(tp_only, n, test::policy("no-offload"));
+  CHECK(r.plan.info.resident_weight_bytes < rt.plan.info.resident_weight_bytes / (F - 1));
+  CHECK(r.result.summary.peak_memory_bytes < rt.result.summary.peak_memory_bytes);
+}
+
 TEST_CASE("ring vs direct: a ring K/V pass alone takes α + (R−1)·b / B, a direct all-to-all α + (P−1)/P·S / B; "
           "the attention overlaps the ring, the stage after it waits",
           "[layouts][closed-form]") {
@@ -254,7 +304,8 @@ TEST_CASE("more bandwidth never slows a plan under ring, TP, FSDP and parallel C
 TEST_CASE("offload policies on layouts: every weight byte of a rank's blocks crosses its link once per step", "[layouts]") {
   const NodeSpec n = node("8xh100-pcie");
   for (const Workload& w : {layout("wan2.1-t2v-14b", 480, 832, 17, 1, 2, 2, false),
-                            layout("wan2.1-t2v-14b", 480, 832, 17, 2, 1, 1, true)}) {
+                            layout("wan2.1-t2v-14b", 480, 832, 17, 2, 1, 1, true),
+                            layout("wan2.1-t2v-14b", 480, 832, 17, 2, 1, 2, true)}) {
     const ForwardCost c = forward_cost(w);
     double blocks = 0;
     for (const BlockCost& b : c.blocks) blocks += b.weight_bytes;
@@ -279,9 +330,10 @@ TEST_CASE("invalid layouts exit with an error naming the option", "[layouts][err
   o.node = "8xh100-sxm";
   o.tp = 3;  // 40 heads
   CHECK_THROWS_WITH(resolve_scenario(o), Catch::StartsWith("--tp: expected ulysses × tp to divide the 40 heads"));
+  o = {};  // FSDP with TP is a valid layout; on too few GPUs it fails on the product, naming --tp
   o.tp = 2;
   o.fsdp = true;
-  CHECK_THROWS_WITH(resolve_scenario(o), Catch::StartsWith("--fsdp: FSDP with tensor parallelism"));
+  CHECK_THROWS_WITH(resolve_scenario(o), Catch::StartsWith("--tp: expected ulysses × ring × tp"));
   o = {};
   o.node = "1xh100-sxm";  // pcie-proxy: one GPU stands in for a Ulysses group
   o.ring = 2;
@@ -338,6 +390,11 @@ TEST_CASE("every built-in node simulates every model under ring, USP, parallel C
       for (int u = G; u >= 1; --u)
         if (divides(u, 1)) {
           layouts.push_back(layout(c.model, c.h, c.w, c.frames, u, 1, 1, true));
+          break;
+        }
+      for (int u = G / 2; u >= 1; --u)  // FSDP with TP 2: FSDP over the u ranks of each TP shard
+        if (divides(u, 2)) {
+          layouts.push_back(layout(c.model, c.h, c.w, c.frames, u, 1, 2, true));
           break;
         }
       for (const Workload& w : layouts)
