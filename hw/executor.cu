@@ -112,8 +112,10 @@ struct Executor::Impl {
     DeviceBuffer cublas_workspace, resident, non_block, slots;
     DeviceBuffer hidden, hidden0, x, y[3], gather, attn_q, attn_k, attn_v, attn_o, tile;
     DeviceBuffer send[kTensorCount], recv[kTensorCount];
+    DeviceBuffer gathered[2], shard_send;  ///< FSDP: gathered blocks; a split shard staged to send
     AttentionTile tile_ws;
-    NcclComm nccl;
+    NcclComm nccl;                  ///< every rank: the run's barrier; and collectives whose group is all ranks
+    std::vector<NcclComm> group_comms;  ///< per Program::comm_groups entry holding this rank (else empty)
     std::optional<Event> common_start, fork, join, finished;
     std::vector<Event> start, end;  ///< per local op: timing (recorded as external graph nodes)
     std::vector<Event> done;        ///< per local op: cross-lane dependency (no timing)
@@ -173,6 +175,13 @@ struct Executor::Impl {
   void op_attention(Rank& r, const OpProgram& op, int ring, const bf16*& last, int64_t& last_elems,
                     const std::array<int64_t, 3>& ring_elems);
   void op_all_to_all(Rank& r, const OpProgram& op, int& parity);
+  /// A ring K/V pass, TP all-reduce, FSDP all-gather or CFG gather (OpProgram::call).
+  void op_collective(Rank& r, const OpProgram& op);
+  /// The communicator of Program::comm_groups[comm] for rank r.
+  ncclComm_t comm_of(const Rank& r, int comm) const {
+    const ncclComm_t c = r.group_comms.at(size_t(comm)).get();
+    return c ? c : r.nccl.get();
+  }
   void packs(Rank& r, const OpProgram& op, const bf16* last, int64_t last_elems);
 };
 
@@ -219,8 +228,11 @@ void Executor::Impl::setup_rank(int index) {
   r.attn_v = alloc(r, p.max_kv_elems * 2, &MemoryReport::activation_bytes);
   for (int t = 0; t < kTensorCount; ++t) {
     r.send[t] = alloc(r, p.max_a2a_bytes[size_t(t)], &MemoryReport::activation_bytes);
-    r.recv[t] = alloc(r, p.max_a2a_bytes[size_t(t)], &MemoryReport::activation_bytes);
+    r.recv[t] = alloc(r, std::max(p.max_recv_bytes[size_t(t)], p.max_a2a_bytes[size_t(t)]), &MemoryReport::activation_bytes);
   }
+  // FSDP: two gathered blocks (the plan gathers at most two at a time) count as weights.
+  for (auto& g : r.gathered) g = alloc(r, p.max_gathered_bytes, &MemoryReport::resident_weight_bytes);
+  r.shard_send = alloc(r, p.max_shard_send_bytes, &MemoryReport::workspace_bytes);
 
   // Workspace.
   r.gather = alloc(r, p.max_gather_bytes, &MemoryReport::workspace_bytes);
@@ -278,10 +290,19 @@ Executor::Executor(const Program& program, const ExecutorOptions& options) : imp
   m.options = options;
   const Program& p = m.program;
   require_devices(p.ranks);
-  for (const auto& op : p.ops) m.has_collectives |= op.work == Work::all_to_all;
-  if (m.has_collectives && !p.proxy && p.ranks != p.ulysses_degree)
-    throw std::invalid_argument("NCCL all-to-alls need one rank per Ulysses peer: ranks " + std::to_string(p.ranks) +
-                                " ≠ P " + std::to_string(p.ulysses_degree));
+  for (const auto& op : p.ops) {
+    m.has_collectives |= op.work == Work::all_to_all || op.work == Work::collective;
+    if (op.work == Work::collective && p.proxy)
+      throw std::invalid_argument("op " + op.name + ": only Ulysses all-to-alls run on the pcie-proxy backend");
+    if (!p.proxy && (op.work == Work::all_to_all || op.work == Work::collective) &&
+        (op.comm < 0 || size_t(op.comm) >= p.comm_groups.size()))
+      throw std::invalid_argument("op " + op.name + ": collective without a communicator group");
+  }
+  for (const auto& g : p.comm_groups)
+    for (int rank : g)
+      if (rank < 0 || rank >= p.ranks)
+        throw std::invalid_argument("a collective group names rank " + std::to_string(rank) + ", outside the program's " +
+                                    std::to_string(p.ranks) + " ranks");
   use_device(0);
   // Pinned weights on each GPU's NUMA node: one copy per node that holds a rank's GPU.
   m.ranks.resize(size_t(p.ranks));
@@ -316,6 +337,18 @@ Executor::Executor(const Program& program, const ExecutorOptions& options) : imp
     for (int r = 0; r < p.ranks; ++r) devs[size_t(r)] = r;
     CF_NCCL(ncclCommInitAll(comms.data(), p.ranks, devs.data()));
     for (int r = 0; r < p.ranks; ++r) m.ranks[size_t(r)].nccl = NcclComm(comms[size_t(r)]);
+    // One communicator per collective group (Ulysses, ring, TP, CFG groups; hw/collective_calls.hpp),
+    // its ranks in the group's order; a group of every rank in rank order uses the world one.
+    for (auto& r : m.ranks) r.group_comms.resize(p.comm_groups.size());
+    for (size_t g = 0; g < p.comm_groups.size(); ++g) {
+      const std::vector<int>& group = p.comm_groups[g];
+      bool world = int(group.size()) == p.ranks;
+      for (size_t i = 0; world && i < group.size(); ++i) world = group[i] == int(i);
+      if (world) continue;
+      std::vector<ncclComm_t> sub(group.size());
+      CF_NCCL(ncclCommInitAll(sub.data(), int(group.size()), group.data()));
+      for (size_t i = 0; i < group.size(); ++i) m.ranks[size_t(group[i])].group_comms[g] = NcclComm(sub[i]);
+    }
   }
   // Device memory in use after setup, NCCL's communicators included (H8 of the code review).
   for (auto& r : m.ranks) {
@@ -356,7 +389,10 @@ void Executor::Impl::op_linear(Rank& r, const OpProgram& op, int& ring, const bf
   const cudaStream_t s = r.compute->get();
   auto where = [&](const WeightPiece& piece) { return (piece.resident ? r.resident : r.slots).get() + piece.device_offset; };
   const std::byte* w = nullptr;
-  if (l.gather()) {
+  if (l.gathered >= 0) {
+    // FSDP: the block's all-gather put the whole block in gathered buffer l.gathered, in layout order.
+    w = r.gathered[l.gathered].get() + l.layout_begin;
+  } else if (l.gather()) {
     // Weights split over the resident arena and slots (or several slots): gather them, keeping
     // the layout's alignment mod 256, so that the GEMM is the no-offload run's GEMM.
     std::byte* g = r.gather.get() + l.layout_begin % kAlignBytes;
@@ -418,10 +454,14 @@ void Executor::Impl::op_all_to_all(Rank& r, const OpProgram& op, int& parity) {
   std::byte* send = r.send[size_t(op.tensor)].get();
   std::byte* recv = r.recv[size_t(op.tensor)].get();
   if (!program.proxy) {
+    // Grouped send/recv of S/U to and from every member of the rank's Ulysses group (itself
+    // included), on that group's communicator (peers are communicator ranks).
+    const ncclComm_t comm = comm_of(r, op.comm);
+    const int64_t peer_bytes = op.call.peer_bytes;
     CF_NCCL(ncclGroupStart());
-    for (int peer = 0; peer < P; ++peer) {
-      CF_NCCL(ncclSend(send + peer * per_peer, size_t(per_peer), ncclInt8, peer, r.nccl.get(), s));
-      CF_NCCL(ncclRecv(recv + peer * per_peer, size_t(per_peer), ncclInt8, peer, r.nccl.get(), s));
+    for (int peer = 0; peer < int(op.call.group.size()); ++peer) {
+      CF_NCCL(ncclSend(send + peer * peer_bytes, size_t(peer_bytes), ncclInt8, peer, comm, s));
+      CF_NCCL(ncclRecv(recv + peer * peer_bytes, size_t(peer_bytes), ncclInt8, peer, comm, s));
     }
     CF_NCCL(ncclGroupEnd());
     return;
@@ -444,6 +484,57 @@ void Executor::Impl::op_all_to_all(Rank& r, const OpProgram& op, int& parity) {
   if (local > 0) CF_CUDA(cudaMemcpyAsync(recv + out, send + out, size_t(local), cudaMemcpyDeviceToDevice, s));
   r.join->record(r.comm_aux->get());
   CF_CUDA(cudaStreamWaitEvent(s, r.join->get(), 0));
+}
+
+void Executor::Impl::op_collective(Rank& r, const OpProgram& op) {
+  const cudaStream_t s = r.comm->get();
+  const NcclCall& c = op.call;
+  const ncclComm_t comm = comm_of(r, op.comm);
+  const int n = int(c.group.size());  // a group of one: NCCL copies locally (FSDP over one rank)
+  switch (c.kind) {
+    case CollectiveKind::ring_kv: {
+      // R−1 steps: send the K/V block held to the next rank of the ring, receive the previous
+      // rank's into the other half of the double buffer (xDiT's ring pass).
+      std::byte* held = r.send[size_t(op.tensor)].get();
+      std::byte* next_block = r.recv[size_t(op.tensor)].get();
+      const int next = (c.group_rank + 1) % n, prev = (c.group_rank + n - 1) % n;
+      for (int step = 0; step < c.steps; ++step) {
+        CF_NCCL(ncclGroupStart());
+        CF_NCCL(ncclSend(held, size_t(c.peer_bytes), ncclInt8, next, comm, s));
+        CF_NCCL(ncclRecv(next_block, size_t(c.peer_bytes), ncclInt8, prev, comm, s));
+        CF_NCCL(ncclGroupEnd());
+        std::swap(held, next_block);
+      }
+      return;
+    }
+    case CollectiveKind::all_reduce:
+      CF_NCCL(ncclAllReduce(r.send[size_t(op.tensor)].get(), r.recv[size_t(op.tensor)].get(), size_t(c.buffer_bytes / 2),
+                            ncclBfloat16, ncclSum, comm, s));
+      return;
+    case CollectiveKind::cfg_gather:
+      CF_NCCL(ncclAllGather(r.send[size_t(op.tensor)].get(), r.recv[size_t(op.tensor)].get(), size_t(c.buffer_bytes),
+                            ncclInt8, comm, s));
+      return;
+    case CollectiveKind::all_gather: {
+      // FSDP: the rank's shard of the block, from where it lives (staged into one buffer when the
+      // resident prefix and chunk slots split it), gathered into the block's buffer.
+      const std::byte* shard = nullptr;
+      auto where = [&](const WeightPiece& piece) { return (piece.resident ? r.resident : r.slots).get() + piece.device_offset; };
+      if (op.shard_pieces.size() == 1) {
+        shard = where(op.shard_pieces[0]);
+      } else if (!op.shard_pieces.empty()) {
+        for (const auto& piece : op.shard_pieces)
+          CF_CUDA(cudaMemcpyAsync(r.shard_send.get() + piece.layout_begin, where(piece),
+                                  size_t(piece.layout_end - piece.layout_begin), cudaMemcpyDeviceToDevice, s));
+        shard = r.shard_send.get();
+      }
+      if (c.buffer_bytes > 0)
+        CF_NCCL(ncclAllGather(shard, r.gathered[op.gathered].get(), size_t(c.buffer_bytes), ncclInt8, comm, s));
+      return;
+    }
+    case CollectiveKind::all_to_all: break;  // op_all_to_all
+  }
+  throw std::logic_error("op " + op.name + ": op_collective on an all-to-all");
 }
 
 void Executor::Impl::enqueue(int index) {
@@ -499,6 +590,7 @@ void Executor::Impl::enqueue(int index) {
                            options.pace_sub_chunk_bytes, r.pace_t0.as<uint64_t>() + li, s);
         break;
       case Work::all_to_all: op_all_to_all(r, op, parity); break;
+      case Work::collective: op_collective(r, op); break;
     }
     if (op.lane == Lane::compute) packs(r, op, last, last_elems);
     record_timing(r.end[size_t(li)], s);
@@ -534,11 +626,17 @@ void Executor::Impl::capture(int index) {
 
 void Executor::Impl::abort_run(int rank, const std::string& why) {
   poisoned = true;
-  for (auto& r : ranks)
+  for (auto& r : ranks) {
+    for (NcclComm& c : r.group_comms)
+      if (c.get()) {
+        (void)ncclCommAbort(c.get());
+        (void)c.release_without_destroy();
+      }
     if (r.nccl.get()) {
       (void)ncclCommAbort(r.nccl.get());
       (void)r.nccl.release_without_destroy();
     }
+  }
   // The first op of `rank` (in enqueue order) whose end had not been reached names where it stopped.
   std::string where = "no op had started";
   const Rank& rr = ranks.at(size_t(rank));
@@ -569,12 +667,15 @@ void Executor::Impl::wait_all(std::chrono::steady_clock::time_point deadline) {
       }
       if (q != cudaErrorNotReady)
         abort_run(int(i), std::string("CUDA error ") + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")");
-      if (r.nccl.get()) {
+      std::vector<ncclComm_t> comms{r.nccl.get()};
+      for (const NcclComm& c : r.group_comms) comms.push_back(c.get());
+      for (ncclComm_t c : comms) {
+        if (!c) continue;
         ncclResult_t async = ncclSuccess;
-        const ncclResult_t got = ncclCommGetAsyncError(r.nccl.get(), &async);
+        const ncclResult_t got = ncclCommGetAsyncError(c, &async);
         if (got != ncclSuccess) async = got;
         if (async != ncclSuccess && async != ncclInProgress)
-          abort_run(int(i), std::string("NCCL error ") + ncclGetErrorString(async) + " (" + ncclGetLastError(r.nccl.get()) + ")");
+          abort_run(int(i), std::string("NCCL error ") + ncclGetErrorString(async) + " (" + ncclGetLastError(c) + ")");
       }
     }
     if (remaining == 0) break;
@@ -670,12 +771,12 @@ RunTiming Executor::run() {
   // A collective starts at its barrier: the last arrival among the ranks of its group (H6).
   std::map<int, double> barrier;
   for (const auto& op : m.program.ops)
-    if (op.work == Work::all_to_all && op.collective_group >= 0) {
+    if ((op.work == Work::all_to_all || op.work == Work::collective) && op.collective_group >= 0) {
       auto [it, fresh] = barrier.try_emplace(op.collective_group, timing.ops[size_t(op.id)].start_s);
       if (!fresh) it->second = std::max(it->second, timing.ops[size_t(op.id)].start_s);
     }
   for (const auto& op : m.program.ops)
-    if (op.work == Work::all_to_all && op.collective_group >= 0) {
+    if ((op.work == Work::all_to_all || op.work == Work::collective) && op.collective_group >= 0) {
       auto& t = timing.ops[size_t(op.id)];
       const double b = std::min(barrier.at(op.collective_group), t.end_s);
       t.wait_s = b - t.start_s;

@@ -105,8 +105,11 @@ struct MemoryReport {
 /// streams, events, cuBLAS handles, NCCL communicators); run() executes the whole plan once.
 class Executor {
  public:
-  /// Throws NoDeviceError when fewer than program.ranks devices exist, DeviceError on CUDA errors,
-  /// std::invalid_argument when a P-way collective needs NCCL ranks ≠ P.
+  /// Creates the world NCCL communicator and one per Program::comm_groups entry (ncclCommInitAll
+  /// over the group's devices; a group of every rank reuses the world one).
+  /// Throws NoDeviceError when fewer than program.ranks devices exist, DeviceError on CUDA/NCCL
+  /// errors, std::invalid_argument for a collective without a communicator, a group naming a rank
+  /// outside the program, or a non-Ulysses collective on the pcie-proxy backend.
   Executor(const Program& program, const ExecutorOptions& options);
   ~Executor();
   Executor(const Executor&) = delete;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <tuple>
 #include <stdexcept>
 #include <utility>
 
@@ -20,6 +21,9 @@ const char* to_string(Tensor t) {
     case Tensor::k: return "k";
     case Tensor::v: return "v";
     case Tensor::o: return "o";
+    case Tensor::ring_kv: return "ring_kv";
+    case Tensor::all_reduce: return "all_reduce";
+    case Tensor::cfg_gather: return "cfg_gather";
   }
   return "?";
 }
@@ -191,6 +195,38 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
   // ---- Per-op programs -------------------------------------------------------------------------
   // Buffers shared between streams, for the hazard check: key → accesses.
   std::map<std::string, std::vector<BufferAccess>> shared;
+  // Where bytes [begin, end) of op's block layout live on op's rank: the resident prefix, then the
+  // H2D chunks op depends on (the latest one holding each byte). Registers the slot reads.
+  auto pieces_of = [&](const PlanOp& op, int64_t begin, int64_t end) {
+    std::vector<WeightPiece> pieces;
+    const size_t b = size_t(op.block);
+    const int64_t resident = p.block_resident_bytes[b];
+    if (begin < std::min(end, resident))
+      pieces.push_back({true, begin, std::min(end, resident), p.block_resident_offset[b] + begin, -1, -1});
+    int64_t x = std::max(begin, resident);
+    if (x < end) {
+      std::vector<const Chunk*> candidates;
+      if (auto it = chunks.find({op.rank, op.block}); it != chunks.end())
+        for (const auto& c : it->second)
+          if (c.end > x && c.begin < end && anc.depends(op.id, c.op)) candidates.push_back(&c);
+      while (x < end) {
+        const Chunk* best = nullptr;
+        for (const Chunk* c : candidates)
+          if (c->begin <= x && x < c->end && (!best || c->op > best->op)) best = c;
+        if (!best)
+          throw std::logic_error("op " + op.name + ": bytes from " + std::to_string(x) + " of block " +
+                                 std::to_string(b) + " (layout [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                 ")) are offloaded but no H2D chunk it depends on holds them");
+        const int64_t piece_end = std::min(end, best->end);
+        pieces.push_back({false, x, piece_end, best->device_offset + (x - best->begin), best->op, best->slot});
+        shared["rank" + std::to_string(op.rank) + ".slot" + std::to_string(best->slot)].push_back({op.id, false});
+        x = piece_end;
+      }
+    }
+    return pieces;
+  };
+  std::vector<int> gathered_count(size_t(p.ranks), 0);       // FSDP all-gathers issued per rank
+  std::map<std::tuple<int, int, int>, int> gathered_of;       // (rank, step, block) → gathered buffer
   p.ops.resize(n_ops);
   for (const auto& op : plan.ops) {
     OpProgram& o = p.ops[size_t(op.id)];
@@ -230,12 +266,49 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
     if (op.kind == OpKind::collective) {
       if (st.stage.kind != BlockStage::Kind::all_to_all)
         throw std::logic_error("op " + op.name + ": a collective whose stage is not an all-to-all");
-      o.work = Work::all_to_all;
-      o.tensor = tensor_of(st.stage.tensor);
       o.collective_group = op.collective_group;
       o.a2a_bytes = to_bytes(op.bytes > 0 ? op.bytes : st.all_to_all_buffer_bytes, op.name);
-      auto& m = p.max_a2a_bytes[size_t(o.tensor)];
-      m = std::max(m, o.a2a_bytes);
+      if (st.collective == CollectiveKind::all_to_all) {
+        o.work = Work::all_to_all;
+        o.tensor = tensor_of(st.stage.tensor);
+      } else {
+        if (p.proxy)
+          throw std::logic_error("op " + op.name + ": a " + collective_kind_name(st.collective) +
+                                 " collective on the pcie-proxy backend (one GPU stands for a Ulysses group): the "
+                                 "harness runs only Ulysses all-to-alls there");
+        o.work = Work::collective;
+      }
+      if (!p.proxy) {
+        try {
+          o.call = nccl_call(w, st.collective, op.rank, o.a2a_bytes);
+        } catch (const std::exception& e) {
+          throw std::logic_error("op " + op.name + ": " + e.what());
+        }
+        auto it = std::find(p.comm_groups.begin(), p.comm_groups.end(), o.call.group);
+        o.comm = int(it - p.comm_groups.begin());
+        if (it == p.comm_groups.end()) p.comm_groups.push_back(o.call.group);
+      }
+      if (st.collective == CollectiveKind::all_gather) {
+        // FSDP: send the rank's shard (the block's [0, S) wherever it lives) into a gathered-block
+        // buffer, alternating between two (the plan gathers at most two blocks at a time).
+        o.shard_pieces = pieces_of(op, 0, o.a2a_bytes);
+        if (o.shard_pieces.size() > 1) p.max_shard_send_bytes = std::max(p.max_shard_send_bytes, o.a2a_bytes + kAlignBytes);
+        o.gathered = gathered_count[size_t(op.rank)]++ % 2;
+        gathered_of[{op.rank, op.step, op.block}] = o.gathered;
+        p.max_gathered_bytes = std::max(p.max_gathered_bytes, o.call.recv_buffer_bytes + kAlignBytes);
+        shared["rank" + std::to_string(op.rank) + ".gathered" + std::to_string(o.gathered)].push_back({op.id, true});
+        continue;
+      }
+      if (o.work == Work::collective)
+        o.tensor = st.collective == CollectiveKind::ring_kv      ? Tensor::ring_kv
+                   : st.collective == CollectiveKind::all_reduce ? Tensor::all_reduce
+                                                                 : Tensor::cfg_gather;
+      const int64_t send = o.work == Work::all_to_all || p.proxy ? o.a2a_bytes : o.call.send_buffer_bytes;
+      const int64_t recv = o.work == Work::all_to_all || p.proxy ? o.a2a_bytes : o.call.recv_buffer_bytes;
+      auto& ms = p.max_a2a_bytes[size_t(o.tensor)];
+      ms = std::max(ms, send);
+      auto& mr = p.max_recv_bytes[size_t(o.tensor)];
+      mr = std::max(mr, recv);
       continue;
     }
     if (st.stage.kind == BlockStage::Kind::attention) {
@@ -269,31 +342,22 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
     l.bias = l.weight_bytes >= (l.k * l.n + l.n) * 2;
     const size_t b = size_t(op.block);
     const int64_t begin = l.layout_begin, end = l.layout_begin + l.weight_bytes;
-    if (end > p.block_bytes[b])
-      throw std::logic_error("op " + op.name + ": weights end at " + std::to_string(end) + ", past block " +
-                             std::to_string(b) + " of " + std::to_string(p.block_bytes[b]) + " bytes");
-    const int64_t resident = p.block_resident_bytes[b];
-    if (begin < std::min(end, resident))
-      l.pieces.push_back({true, begin, std::min(end, resident), p.block_resident_offset[b] + begin, -1, -1});
-    int64_t x = std::max(begin, resident);
-    if (x < end) {
-      std::vector<const Chunk*> candidates;
-      if (auto it = chunks.find({op.rank, op.block}); it != chunks.end())
-        for (const auto& c : it->second)
-          if (c.end > x && c.begin < end && anc.depends(op.id, c.op)) candidates.push_back(&c);
-      while (x < end) {
-        const Chunk* best = nullptr;
-        for (const Chunk* c : candidates)
-          if (c->begin <= x && x < c->end && (!best || c->op > best->op)) best = c;
-        if (!best)
-          throw std::logic_error("op " + op.name + ": bytes from " + std::to_string(x) + " of linear " + st.name +
-                                 " (block " + std::to_string(b) + ", layout [" + std::to_string(begin) + ", " +
-                                 std::to_string(end) + ")) are offloaded but no H2D chunk it depends on holds them");
-        const int64_t piece_end = std::min(end, best->end);
-        l.pieces.push_back({false, x, piece_end, best->device_offset + (x - best->begin), best->op, best->slot});
-        shared["rank" + std::to_string(op.rank) + ".slot" + std::to_string(best->slot)].push_back({op.id, false});
-        x = piece_end;
-      }
+    if (blocks[b].weights_gathered) {
+      // FSDP: the block's all-gather (same rank, step and block, issued before) holds the whole block.
+      auto it = gathered_of.find({op.rank, op.step, op.block});
+      if (it == gathered_of.end())
+        throw std::logic_error("op " + op.name + ": an FSDP linear with no all-gather of its block before it");
+      l.gathered = it->second;
+      const int64_t whole = p.block_bytes[b] * int64_t(fsdp_degree(w));
+      if (end > whole)
+        throw std::logic_error("op " + op.name + ": weights end at " + std::to_string(end) + ", past the gathered block " +
+                               std::to_string(b) + " of " + std::to_string(whole) + " bytes");
+      shared["rank" + std::to_string(op.rank) + ".gathered" + std::to_string(l.gathered)].push_back({op.id, false});
+    } else {
+      if (end > p.block_bytes[b])
+        throw std::logic_error("op " + op.name + ": weights end at " + std::to_string(end) + ", past block " +
+                               std::to_string(b) + " of " + std::to_string(p.block_bytes[b]) + " bytes");
+      l.pieces = pieces_of(op, begin, end);
     }
     p.hidden_rows = std::max(p.hidden_rows, l.m);
     p.max_x_elems = std::max(p.max_x_elems, l.m * l.k);
@@ -308,7 +372,8 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
 
   // ---- Dataflow per rank in issue order (identical for every policy of the same workload) ----
   for (int r = 0; r < p.ranks; ++r) {
-    std::array<int, kTensorCount> pending{-1, -1, -1, -1};  // collective whose receive buffer waits
+    std::array<int, kTensorCount> pending;  // all-to-all whose receive buffer waits for its reader
+    pending.fill(-1);
     int last_compute = -1;
     const std::string prefix = "rank" + std::to_string(r) + ".";
     for (auto& o : p.ops) {
@@ -330,7 +395,7 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
           if (pending[size_t(t)] >= 0) shared[prefix + "recv." + to_string(Tensor(t))].push_back({o.id, false});
           pending[size_t(t)] = -1;
         }
-      } else if (o.work == Work::all_to_all) {
+      } else if (o.work == Work::all_to_all || (o.work == Work::collective && o.call.kind != CollectiveKind::all_gather)) {
         const std::string t = to_string(o.tensor);
         // The send buffer is filled at the end of the latest compute op of this rank the collective
         // directly depends on (its producer); the receive buffer is read by the next consumer.
@@ -342,13 +407,14 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
         if (producer < 0) producer = last_compute;
         if (producer >= 0) {
           auto& packs = p.ops[size_t(producer)].packs;
-          const OpProgram::Pack pack{o.tensor, o.a2a_bytes};
+          const OpProgram::Pack pack{o.tensor, o.work == Work::all_to_all ? o.a2a_bytes : o.call.send_buffer_bytes};
           if (std::find(packs.begin(), packs.end(), pack) == packs.end()) packs.push_back(pack);
           shared[prefix + "send." + t].push_back({producer, true});
         }
-        shared[prefix + "send." + t].push_back({o.id, false});
+        // The ring's K/V pass double-buffers through send and recv: with R > 2 it writes both.
+        shared[prefix + "send." + t].push_back({o.id, o.work == Work::collective && o.call.steps > 1});
         shared[prefix + "recv." + t].push_back({o.id, true});
-        pending[size_t(o.tensor)] = o.id;
+        if (o.work == Work::all_to_all) pending[size_t(o.tensor)] = o.id;  // the next compute reads it
       }
       if (o.lane == Lane::compute && o.work != Work::none) last_compute = o.id;
     }
@@ -372,6 +438,22 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
       if (std::find(o.waits.begin(), o.waits.end(), d) == o.waits.end()) o.waits.push_back(d);
     }
     std::sort(o.waits.begin(), o.waits.end());
+  }
+
+  // ---- Collective order: every rank enqueues its collectives in one global order ---------------
+  // (the plan numbers collective groups in program order). Ranks that share communicators in a
+  // different order could each wait in NCCL for a peer that waits elsewhere: a deadlock.
+  for (int r = 0; r < p.ranks; ++r) {
+    int previous = -1;
+    for (int id : p.order) {
+      const auto& o = p.ops[size_t(id)];
+      if (o.rank != r || o.kind != OpKind::collective) continue;
+      if (o.collective_group <= previous)
+        throw std::logic_error("op " + o.name + " (rank " + std::to_string(r) + "): collective group " +
+                               std::to_string(o.collective_group) + " enqueued after group " + std::to_string(previous) +
+                               ": the ranks' collectives would not run in one order (NCCL could deadlock)");
+      previous = o.collective_group;
+    }
   }
 
   // ---- Hazards on buffers shared between streams ----------------------------------------------

@@ -18,13 +18,19 @@ namespace chunkflow::hw {
 /// Stream mapping: lanes are streams; each data dep on another lane of the same rank becomes one
 /// event wait (OpProgram::waits); same-lane deps become none. Cross-rank deps are allowed only
 /// between collective ops (NCCL orders them). Weight placement and the dataflow are described in
-/// hw/program.hpp and hw/README.md.
+/// hw/program.hpp and hw/README.md. Collectives: each op gets its kind's NCCL call, group and bytes
+/// (hw/collective_calls.hpp nccl_call with S = the op's bytes) and the index of its group in
+/// Program::comm_groups; FSDP all-gathers get the shard's pieces and a gathered-block buffer,
+/// which the block's linears read.
 ///
 /// Throws InputError for what the harness cannot run (dtype other than bf16), and
 /// std::logic_error naming the op for plans it cannot execute safely: an H2D chunk outside its
-/// block or bigger than a slot, offloaded weight bytes of a linear held by no H2D op the compute
-/// op depends on, a cross-rank dep between non-collective ops, a dependency cycle, or a buffer
-/// reuse across streams (chunk slot, all-to-all send/receive buffer) that the deps do not order.
+/// block or bigger than a slot, offloaded weight bytes of a linear (or of an FSDP shard) held by
+/// no H2D op it depends on, an FSDP linear with no all-gather of its block before it, a
+/// non-Ulysses collective on the pcie-proxy backend, a rank whose collectives are not in the
+/// plan's group order (NCCL could deadlock), a cross-rank dep between non-collective ops, a
+/// dependency cycle, or a buffer reuse across streams (chunk slot, collective send/receive or
+/// gathered-block buffer) that the deps do not order.
 Program lower(const StepPlan& plan, const NodeSpec& node);
 
 /// Transitive predecessors of every op over all deps: bit j of row i is set when op i (transitively)

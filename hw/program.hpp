@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/collective_calls.hpp"
 #include "traces/timeline.hpp"
 
 namespace chunkflow::hw {
@@ -28,9 +29,13 @@ namespace chunkflow::hw {
 /// Alignment of every device region and the modulus preserved between layout and device offsets.
 inline constexpr int64_t kAlignBytes = 256;
 
-/// Which all-to-all a collective is (dit-architectures.md §6); index into per-tensor buffers.
-enum class Tensor { q = 0, k = 1, v = 2, o = 3 };
-inline constexpr int kTensorCount = 4;
+/// Which collective buffer pair an op uses; index into the per-rank send/receive buffers. q, k, v, o:
+/// the Ulysses all-to-alls (dit-architectures.md §6), whose receive buffers the next compute reads;
+/// ring_kv, all_reduce, cfg_gather: the other collectives that send what a compute op produced
+/// (their receive buffers are read by nothing: the harness times the transfer, the compute keeps
+/// its own operands). FSDP's all-gather uses the weight shard and the gathered-block buffers instead.
+enum class Tensor { q = 0, k = 1, v = 2, o = 3, ring_kv = 4, all_reduce = 5, cfg_gather = 6 };
+inline constexpr int kTensorCount = 7;
 const char* to_string(Tensor t);
 
 /// Where one contiguous byte range of a linear's weights lives on the device.
@@ -56,6 +61,9 @@ struct LinearProgram {
   int64_t layout_begin = 0;        ///< bytes: W's offset in the block layout
   int64_t weight_bytes = 0;        ///< W and bias
   std::vector<WeightPiece> pieces; ///< in layout order, covering [layout_begin, +weight_bytes)
+  /// FSDP (BlockCost::weights_gathered): W is read at layout_begin of gathered-block buffer
+  /// `gathered` (0 or 1), filled by the block's all-gather; `pieces` is empty. −1 otherwise.
+  int gathered = -1;
   LinearInput input = LinearInput::norm_hidden;
   int64_t recv_o_bytes = 0;        ///< input == recv_o: bytes of the all-to-all that filled it
   bool gather() const { return pieces.size() > 1; }
@@ -71,7 +79,10 @@ struct AttentionProgram {
   int64_t kv_elems() const { return batch * heads * kv_tokens * head_dim; }
 };
 
-enum class Work { none, linear, attention, h2d, all_to_all };
+/// all_to_all: a Ulysses all-to-all (NCCL grouped send/recv, or the pcie-proxy backend);
+/// collective: any other collective of the plan (ring K/V pass, TP all-reduce, FSDP all-gather,
+/// CFG gather), run with OpProgram::call on communicator comm_groups[OpProgram::comm].
+enum class Work { none, linear, attention, h2d, all_to_all, collective };
 
 struct OpProgram {
   int id = 0;
@@ -92,10 +103,19 @@ struct OpProgram {
   /// PlanOp::rate_cap_bytes_per_s: the executor paces the copy in sub-chunks so that it takes
   /// at least h2d_bytes / cap seconds (0 = no cap: one cudaMemcpyAsync at the copy engine's rate).
   double rate_cap_bytes_per_s = 0;
-  // work == all_to_all
-  Tensor tensor = Tensor::q;
+  // work == all_to_all or collective
+  Tensor tensor = Tensor::q;   ///< its send/receive buffers (not used by the FSDP all-gather)
   int64_t a2a_bytes = 0;       ///< per-rank buffer (PlanOp::bytes)
   int collective_group = -1;   ///< PlanOp::collective_group: the same collective on every rank
+  /// The NCCL call (hw/collective_calls.hpp) and its communicator (index into Program::comm_groups);
+  /// comm −1 on the pcie-proxy backend.
+  NcclCall call;
+  int comm = -1;
+  /// FSDP all-gather: where the rank's shard [0, a2a_bytes) of the block lives (resident arena
+  /// and/or chunk slots, as LinearProgram::pieces; several pieces are gathered into one send
+  /// buffer first) and which gathered-block buffer (0 or 1, alternating per all-gather) it fills.
+  std::vector<WeightPiece> shard_pieces;
+  int gathered = -1;
   /// Compute ops: send buffers this op fills (a fold of its output, `bytes` long) at its end,
   /// because a collective of that tensor depends on it.
   struct Pack {
@@ -143,7 +163,13 @@ struct Program {
   int64_t max_q_elems = 0;      ///< attention Q / O
   int64_t max_kv_elems = 0;     ///< attention K / V
   int64_t max_attention_rows = 0;  ///< max batch·heads
-  std::array<int64_t, kTensorCount> max_a2a_bytes{0, 0, 0, 0};
+  std::array<int64_t, kTensorCount> max_a2a_bytes{};   ///< send buffers
+  std::array<int64_t, kTensorCount> max_recv_bytes{};  ///< receive buffers
+  int64_t max_gathered_bytes = 0;    ///< FSDP: one gathered block (N shards) + alignment room
+  int64_t max_shard_send_bytes = 0;  ///< FSDP: a shard split over several places, gathered to send
+  /// NCCL communicators besides the world one: each a list of ranks in communicator order
+  /// (collective_groups of the kinds the plan uses); OpProgram::comm indexes it.
+  std::vector<std::vector<int>> comm_groups;
 
   std::vector<OpProgram> ops;   ///< by op id
   std::vector<int> order;       ///< enqueue order: topological over all deps, ties by id
