@@ -76,6 +76,10 @@ ojson scenario_json(const Scenario& sc) {
   j["width"] = sc.workload.width;
   j["frames"] = sc.workload.frames;
   j["ulysses_degree"] = sc.workload.ulysses_degree;
+  j["ring_degree"] = sc.workload.ring_degree;  // the layout, as simulate's rows name it
+  j["tp_degree"] = sc.workload.tp_degree;
+  j["fsdp"] = sc.workload.fsdp;
+  j["cfg"] = cfg_mode_name(resolved_cfg(sc.workload));
   j["policy"] = sc.policy.policy;
   j["chunk_bytes"] = sc.policy.chunk_bytes;
   if (sc.policy.resident_fraction) j["resident_fraction"] = *sc.policy.resident_fraction;
