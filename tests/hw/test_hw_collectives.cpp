@@ -207,3 +207,37 @@ TEST_CASE("lowering: a non-Ulysses collective on the pcie-proxy backend is refus
   const StepPlan plan = build_plan(w, node("8xh100-sxm"), chunkflow::test::policy("no-offload"));
   CHECK_THROWS_WITH(lower(plan, node("1xh100-sxm")), Catch::Contains("all_reduce collective on the pcie-proxy backend"));
 }
+
+TEST_CASE("lowering refuses a rank whose collectives are out of the plan's group order (NCCL could deadlock)",
+          "[hw][collectives][lowering][errors]") {
+  const NodeSpec n = node("8xh100-sxm");
+  StepPlan plan = build_plan(layout("wan2.1-t2v-1.3b", 128, 128, 5, 2, 1, 2, false), n, chunkflow::test::policy("no-offload"));
+  REQUIRE_NOTHROW(lower(plan, n));
+  // Swap the groups of rank 0's first two collectives: it would enter them in the other order.
+  std::vector<int> first;
+  for (const auto& op : plan.ops)
+    if (op.rank == 0 && op.kind == OpKind::collective && first.size() < 2) first.push_back(op.id);
+  REQUIRE(first.size() == 2);
+  std::swap(plan.ops[size_t(first[0])].collective_group, plan.ops[size_t(first[1])].collective_group);
+  CHECK_THROWS_WITH(lower(plan, n), Catch::Contains("rank 0") && Catch::Contains("NCCL could deadlock"));
+}
+
+TEST_CASE("lowering refuses an FSDP all-gather that does not wait for the copy of its shard, naming the op",
+          "[hw][collectives][lowering][errors]") {
+  const NodeSpec n = node("8xh100-sxm");
+  StepPlan plan = build_plan(layout("wan2.1-t2v-1.3b", 128, 128, 5, 2, 1, 1, true), n,
+                             chunkflow::test::policy("layerwise", 0.0));
+  REQUIRE_NOTHROW(lower(plan, n));
+  // Drop the data deps of the first all-gather on its H2D copies (deps too: nothing else orders them).
+  for (auto& op : plan.ops) {
+    if (op.kind != OpKind::collective || plan.stage_of(op).collective != CollectiveKind::all_gather) continue;
+    auto is_h2d = [&](int d) { return plan.ops[size_t(d)].kind == OpKind::h2d; };
+    const auto before = op.data_deps.size();
+    op.data_deps.erase(std::remove_if(op.data_deps.begin(), op.data_deps.end(), is_h2d), op.data_deps.end());
+    op.deps.erase(std::remove_if(op.deps.begin(), op.deps.end(), is_h2d), op.deps.end());
+    if (op.data_deps.size() == before) continue;  // this one read no copy
+    CHECK_THROWS_WITH(lower(plan, n), Catch::Contains(op.name) && Catch::Contains("no H2D chunk it depends on holds them"));
+    return;
+  }
+  FAIL("no FSDP all-gather read a copy");
+}
