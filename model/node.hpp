@@ -34,6 +34,8 @@ enum class PathLevel { nvl, pix, pxb, phb, node, sys };
 struct VertexSpec {
   std::string name;
   VertexKind kind = VertexKind::cpu;
+  /// Every field equal (NodeSpec::operator==).
+  bool operator==(const VertexSpec&) const = default;
 };
 
 /// One physical link between two topology vertices ("host", "gpu0", "gpu1", ...), with a capacity
@@ -54,6 +56,8 @@ struct LinkSpec {
   /// simulator whenever both directions of the link carry flows (sim/topology.hpp).
   double a_to_b_under_duplex_bytes_per_s = 0;
   double b_to_a_under_duplex_bytes_per_s = 0;
+  /// Every field equal (NodeSpec::operator==).
+  bool operator==(const LinkSpec&) const = default;
 };
 
 /// How Ulysses all-to-alls move on this node.
@@ -80,6 +84,8 @@ struct GemmEfficiencyTable {
   /// the end value outside [m.front(), m.back()]. Requires a non-empty table (defined in
   /// model/calibration.cpp).
   double efficiency_at(double m_tokens) const;
+  /// Every field equal (NodeSpec::operator==).
+  bool operator==(const GemmEfficiencyTable&) const = default;
 };
 
 struct NodeSpec {
@@ -153,6 +159,9 @@ struct NodeSpec {
   /// pcie_proxy. Throws InputError(field "/workload/ulysses_degree") when P > gpu_count on a
   /// host_staged node.
   int executed_ranks(int ulysses_degree) const;
+  /// Every field equal, members compared in order (doubles by value: NaN never equal): what a cache
+  /// of results computed from a node keys on (runtime/policy_chunkflow.cpp), so a new field counts.
+  bool operator==(const NodeSpec&) const = default;
 };
 
 /// A built-in node by id (a file model/nodes/<id>.json embedded at build time), or a node file by

@@ -69,6 +69,9 @@ struct Workload {
   /// state: that is PolicyConfig::steps (`--simulated-steps`).
   int denoising_steps = 0;
   CfgMode cfg = CfgMode::automatic;       ///< `--cfg`
+  /// Every field equal: what a cache of results computed from a workload keys on
+  /// (runtime/policy_chunkflow.cpp), so a new field counts.
+  bool operator==(const Workload&) const = default;
 };
 
 /// The model's default denoising steps, as its reference pipeline runs it: Wan2.1 T2V 50

@@ -3,6 +3,7 @@
 // Every policy is one class behind OffloadPolicy in its own file (runtime/policy_<name>.cpp) and one
 // line of the registry (runtime/policy.cpp). A policy decides what moves, when and how fast
 // (runtime/plan_builder.hpp CopySchedule); the plan builder emits the ops.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,20 @@ void validate(const PolicyConfig& p, const std::string& file = "", const std::st
 
 /// Validates workload, node and config, then builds the plan of the named policy.
 StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config);
+
+/// Drops the chunkflow planners this thread keeps between plans (runtime/policy_chunkflow.cpp keeps
+/// the four most recent (workload, node, simulated steps, chunk size) inputs with the residencies
+/// and estimates they computed): the next chunkflow plan is made by a fresh planner. Plans are the
+/// same either way; for tests and to return the memory (≤ 4 × 32 MiB of estimates per thread).
+void clear_chunkflow_planner_cache();
+
+/// This thread's counts since it started: plans that found their planner kept or made a new one,
+/// and (placement, slot count) estimates that were found kept or computed.
+struct PlannerCacheStats {
+  int64_t planner_hits = 0, planner_misses = 0;
+  int64_t estimate_hits = 0, estimate_misses = 0;
+};
+PlannerCacheStats chunkflow_planner_cache_stats();
 
 // ---- Helpers the policies share -------------------------------------------------------------
 

@@ -30,10 +30,17 @@
 // and routes, every rank's copies beside it, so GPUs that share a PCIe switch uplink split it) for
 // the rates copies and a collective get together, and model/analytical.hpp for compute; the
 // simulator then executes the plan it produces.
+// A planner is made per (workload, node, simulated steps, chunk size) and kept per thread with the
+// residencies and estimates it computed (cached_planner below): a sweep's configurations around one
+// chunk size differ in fraction, budget and lookahead, and "auto" tries the fractions the explicit
+// configurations did. Plans are identical with or without it (tests/test_policy.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
+#include <tuple>
 
 #include "model/analytical.hpp"
 #include "model/error.hpp"
@@ -78,11 +85,17 @@ struct Estimate {
   int yield = 0, share = 0, ignore = 0;              ///< windows of the last step by what ran in them
 };
 
+/// This thread's planner cache counters (chunkflow_planner_cache_stats).
+thread_local PlannerCacheStats planner_cache_stats;
+
 class Planner {
  public:
-  Planner(const Workload& w, const NodeSpec& node, const PolicyConfig& config)
-      : w_(w), node_(node), config_(config), cost_(forward_cost(w)), layout_(cost_),
-        n_(layout_.positions_per_step()), steps_(config.steps), link_(node, w) {
+  /// Everything that depends on the workload, the node, the simulated steps and the chunk size
+  /// alone: costs, program layout, durations, the link model's rates per window mode and the
+  /// stall-free program. The configuration's fraction, budget and lookahead come with plan().
+  Planner(const Workload& w, const NodeSpec& node, int steps, double chunk_bytes)
+      : w_(w), node_(node), chunk_bytes_(chunk_bytes), cost_(forward_cost(w_)), layout_(cost_),
+        n_(layout_.positions_per_step()), steps_(steps), link_(node_, w_) {
     const int G = steps_ * n_;
     duration_s_.resize(n_);
     block_time_s_.assign(cost_.blocks.size(), 0.0);
@@ -253,7 +266,7 @@ class Planner {
 
   /// Tensor-aligned chunks of at most C bytes of everything the residency leaves offloaded.
   std::vector<Chunk> chunks(const Residency& r) const {
-    const double C = config_.chunk_bytes;
+    const double C = chunk_bytes_;
     std::vector<Chunk> step_chunks;
     for (int b = 0; b < int(cost_.blocks.size()); ++b) {
       if (r.whole[b]) continue;
@@ -297,15 +310,15 @@ class Planner {
 
   /// Slots the configuration gives chunks of at most `slot_bytes`: L+1 blocks' worth, or what the
   /// budget leaves after the resident weights and activations (at most two steps' chunks).
-  int slots(const Residency& r, const std::vector<Chunk>& chunks, double slot_bytes) const {
+  int slots(const PolicyConfig& config, const Residency& r, const std::vector<Chunk>& chunks, double slot_bytes) const {
     if (chunks.empty()) return 0;
     const double resident = cost_.non_block_weight_bytes + r.resident_block_bytes;
-    const double left = buffer_bytes_left(config_, resident, cost_.activation_bytes);
+    const double left = buffer_bytes_left(config, resident, cost_.activation_bytes);
     std::vector<int> per_block(cost_.blocks.size(), 0);
     for (const Chunk& c : chunks)
       if (c.step == 0) ++per_block[c.block];
     const int most = *std::max_element(per_block.begin(), per_block.end());
-    if (std::isinf(left)) return most * (config_.lookahead + 1);
+    if (std::isinf(left)) return most * (config.lookahead + 1);
     return int(std::min<double>(std::floor(left / slot_bytes), double(chunks.size())));
   }
 
@@ -315,7 +328,7 @@ class Planner {
     Estimate e;
     const int G = steps_ * n_;
     const double lat = node_.h2d_latency_s;
-    const double C = config_.chunk_bytes;
+    const double C = chunk_bytes_;
     const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
     const ModeRates& rates = mode_rates_[static_cast<int>(mode)];
     mode = rates.mode;         // a share mode with no cap left runs as yield
@@ -660,24 +673,27 @@ class Planner {
   };
 
   /// The best placement for fraction R (ties: the earlier of prefix, strided, balanced); nullopt
-  /// when none fits.
-  std::optional<Choice> plan_fraction(double fraction) const {
+  /// when none fits. Residencies, chunks and estimates are kept (memo_): configurations that differ
+  /// only in budget or lookahead often give a placement the same slot count, and "auto" tries the
+  /// fractions the explicit ones did.
+  std::optional<Choice> plan_fraction(const PolicyConfig& config, double fraction) const {
     std::optional<Choice> best;
     for (Placement placement : {Placement::prefix, Placement::strided, Placement::balanced}) {
+      const Placed& placed = placed_at(fraction, placement);
       Choice c;
-      c.residency = residency(fraction, placement);
-      const auto ch = chunks(c.residency);
+      c.residency = placed.residency;
+      const std::vector<Chunk>& ch = placed.chunks;
       if (ch.empty()) {  // everything resident
-        if (buffer_bytes_left(config_, cost_.non_block_weight_bytes + c.residency.resident_block_bytes,
+        if (buffer_bytes_left(config, cost_.non_block_weight_bytes + c.residency.resident_block_bytes,
                               cost_.activation_bytes) < 0)
           continue;
         c.estimate = stall_free_;
         return c;
       }
-      for (const Chunk& x : ch) c.slot_bytes = std::max(c.slot_bytes, x.bytes);
-      c.slot_count = slots(c.residency, ch, c.slot_bytes);
+      c.slot_bytes = placed.slot_bytes;
+      c.slot_count = slots(config, c.residency, ch, c.slot_bytes);
       if (c.slot_count < 1) continue;
-      c.estimate = best_schedule(ch, c.slot_count);
+      c.estimate = estimate_at(fraction, placement, ch, c.slot_count);
 
       if (!c.estimate.feasible) continue;
       if (!best || c.estimate.step_time_s < best->estimate.step_time_s * (1 - 1e-6)) best = std::move(c);
@@ -689,14 +705,14 @@ class Planner {
   /// Fractions "auto" tries, ascending: 0, 0.1, …, 1, and with a budget also the fractions that
   /// leave exactly k blocks' worth of offloaded bytes for copy buffers (k = ½, 1, 2, 3): the budget
   /// buys residency or buffer depth, and those are the trades worth having.
-  std::vector<double> auto_fractions() const {
+  std::vector<double> auto_fractions(const PolicyConfig& config) const {
     std::vector<double> f;
     for (int k = 0; k <= 10; ++k) f.push_back(k / 10.0);
-    if (config_.memory_budget_bytes) {
+    if (config.memory_budget_bytes) {
       double total = 0;
       for (const auto& b : cost_.blocks) total += b.weight_bytes;
       const double mean = total / double(cost_.blocks.size());
-      const double room = *config_.memory_budget_bytes - cost_.activation_bytes - cost_.non_block_weight_bytes;
+      const double room = *config.memory_budget_bytes - cost_.activation_bytes - cost_.non_block_weight_bytes;
       for (double k : {0.5, 1.0, 2.0, 3.0}) {
         // resident R·total + buffer k·(1−R)·mean = room
         const double r = (room - k * mean) / (total - k * mean);
@@ -708,14 +724,15 @@ class Planner {
     return f;
   }
 
-  StepPlan plan() const {
+  /// The plan of `config` (its chunk size and simulated steps are this planner's).
+  StepPlan plan(const PolicyConfig& config) const {
     std::optional<Choice> choice;
-    if (config_.resident_fraction) {
-      choice = plan_fraction(*config_.resident_fraction);
+    if (config.resident_fraction) {
+      choice = plan_fraction(config, *config.resident_fraction);
     } else {
       std::optional<Choice> fastest;
-      for (double fraction : auto_fractions()) {
-        auto c = plan_fraction(fraction);
+      for (double fraction : auto_fractions(config)) {
+        auto c = plan_fraction(config, fraction);
         if (!c) continue;
         if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
           choice = std::move(c);
@@ -727,7 +744,7 @@ class Planner {
     }
     if (!choice)
       throw InputError("", "/policy/memory_budget_gib",
-                       "no chunkflow plan fits a budget of " + std::to_string(config_.memory_budget_bytes.value_or(0) / kGiB) +
+                       "no chunkflow plan fits a budget of " + std::to_string(config.memory_budget_bytes.value_or(0) / kGiB) +
                            " GiB per GPU (resident weights, activations and at least the chunks one linear reads)");
     CopySchedule sched;
     sched.pieces = choice->estimate.pieces;
@@ -736,10 +753,10 @@ class Planner {
     double block_bytes = 0;
     for (const auto& b : cost_.blocks) block_bytes += b.weight_bytes;
     PlanInfo info;
-    info.lookahead = config_.lookahead;
-    info.chunk_bytes = config_.chunk_bytes;
+    info.lookahead = config.lookahead;
+    info.chunk_bytes = chunk_bytes_;
     info.resident_fraction = block_bytes > 0 ? choice->residency.resident_block_bytes / block_bytes : 1.0;
-    info.resident_fraction_auto = !config_.resident_fraction.has_value();
+    info.resident_fraction_auto = !config.resident_fraction.has_value();
     info.residency = sched.pieces.empty() ? "all" : choice->residency.name;
     for (const auto& p : sched.pieces) info.share_cap_bytes_per_s = std::max(info.share_cap_bytes_per_s, p.rate_cap_bytes_per_s);
     info.windows_yield = choice->estimate.yield;
@@ -749,10 +766,51 @@ class Planner {
     return build_plan_from_schedule(w_, node_, steps_, sched, info);
   }
 
+  /// True when this planner was made for these inputs (every field equal).
+  bool made_for(const Workload& w, const NodeSpec& node, int steps, double chunk_bytes) const {
+    return steps == steps_ && chunk_bytes == chunk_bytes_ && w == w_ && node == node_;
+  }
+
  private:
-  const Workload& w_;
-  const NodeSpec& node_;
-  const PolicyConfig& config_;
+  /// A placement of a fraction: its residency, chunks and slot size (no configuration in them).
+  struct Placed {
+    Residency residency;
+    std::vector<Chunk> chunks;
+    double slot_bytes = 0;
+  };
+  const Placed& placed_at(double fraction, Placement placement) const {
+    const std::pair<double, int> key{fraction, static_cast<int>(placement)};
+    auto it = placed_.find(key);
+    if (it != placed_.end()) return it->second;
+    Placed p;
+    p.residency = residency(fraction, placement);
+    p.chunks = chunks(p.residency);
+    for (const Chunk& x : p.chunks) p.slot_bytes = std::max(p.slot_bytes, x.bytes);
+    kept_bytes_ += double(p.chunks.size() * sizeof(Chunk));
+    return placed_.emplace(key, std::move(p)).first->second;
+  }
+  /// best_schedule(chunks of (fraction, placement), slot_count), computed once.
+  const Estimate& estimate_at(double fraction, Placement placement, const std::vector<Chunk>& chunks, int slot_count) const {
+    const std::tuple<double, int, int> key{fraction, static_cast<int>(placement), slot_count};
+    auto it = estimates_.find(key);
+    if (it != estimates_.end()) {
+      ++planner_cache_stats.estimate_hits;
+      return it->second;
+    }
+    ++planner_cache_stats.estimate_misses;
+    Estimate e = best_schedule(chunks, slot_count);
+    kept_bytes_ += double(e.pieces.size() * sizeof(CopyPiece) + 2 * e.window_start_s.size() * sizeof(double));
+    return estimates_.emplace(key, std::move(e)).first->second;
+  }
+
+ public:
+  /// Bytes held by the memo (placements and estimates), for the cache's limit.
+  double kept_bytes() const { return kept_bytes_; }
+
+ private:
+  const Workload w_;        ///< owned: the planner outlives the call that made it (planner cache)
+  const NodeSpec node_;
+  const double chunk_bytes_;
   ForwardCost cost_;
   ProgramLayout layout_;
   int n_ = 0, steps_ = 0;
@@ -773,7 +831,35 @@ class Planner {
   };
   mutable Scratch scratch_;
   double copy_alone_bytes_per_s_ = 0;
+  mutable std::map<std::pair<double, int>, Placed> placed_;
+  mutable std::map<std::tuple<double, int, int>, Estimate> estimates_;
+  mutable double kept_bytes_ = 0;
 };
+
+/// The planners of the most recent (workload, node, steps, chunk size) inputs, per thread: a
+/// sweep's configurations around one chunk size (resident fractions, budgets, lookaheads) reuse one
+/// planner and the estimates it kept. Keyed by every field of the inputs (Planner::made_for), so a
+/// hit plans exactly as a fresh planner would (tests/test_policy.cpp checks it on random sequences).
+thread_local std::vector<std::unique_ptr<Planner>> planner_cache;  // most recent first
+
+const Planner& cached_planner(const Workload& w, const NodeSpec& node, const PolicyConfig& config) {
+  constexpr std::size_t kKept = 4;                   // planners per thread
+  constexpr double kKeptBytes = 32.0 * 1024 * 1024;  // memo bytes per planner before it starts afresh
+  std::vector<std::unique_ptr<Planner>>& cache = planner_cache;
+  for (std::size_t i = 0; i < cache.size(); ++i)
+    if (cache[i]->made_for(w, node, config.steps, config.chunk_bytes)) {
+      if (cache[i]->kept_bytes() > kKeptBytes) break;  // replaced below by a fresh one
+      ++planner_cache_stats.planner_hits;
+      std::rotate(cache.begin(), cache.begin() + std::ptrdiff_t(i), cache.begin() + std::ptrdiff_t(i) + 1);
+      return *cache.front();
+    }
+  auto planner = std::make_unique<Planner>(w, node, config.steps, config.chunk_bytes);  // throws before anything is kept
+  ++planner_cache_stats.planner_misses;
+  std::erase_if(cache, [&](const std::unique_ptr<Planner>& p) { return p->made_for(w, node, config.steps, config.chunk_bytes); });
+  if (cache.size() == kKept) cache.pop_back();
+  cache.insert(cache.begin(), std::move(planner));
+  return *cache.front();
+}
 
 class ChunkflowPolicy final : public OffloadPolicy {
  public:
@@ -783,12 +869,16 @@ class ChunkflowPolicy final : public OffloadPolicy {
            "all-to-all window; residency placed where it hides most; plans to a memory budget";
   }
   StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
-    return Planner(w, node, config).plan();
+    return cached_planner(w, node, config).plan(config);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<OffloadPolicy> make_chunkflow_policy() { return std::make_unique<ChunkflowPolicy>(); }
+
+void clear_chunkflow_planner_cache() { planner_cache.clear(); }
+
+PlannerCacheStats chunkflow_planner_cache_stats() { return planner_cache_stats; }
 
 }  // namespace chunkflow

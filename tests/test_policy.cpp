@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "model/link_model.hpp"
 
@@ -150,6 +151,84 @@ TEST_CASE("auto residency: the smallest fraction tried whose estimate reaches th
       CHECK(less.info.estimated_step_time_s > 1.02 * critical);
     }
   }
+}
+
+TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh planner's, op for op", "[policy]") {
+  // The planner keeps the four most recent (workload, node, steps, chunk) inputs with the estimates
+  // they computed; a configuration that differs only in fraction, budget or lookahead reuses them.
+  // Drawn so that the cache hits (few inputs, many configurations) and is also evicted (5 inputs),
+  // with a node and a workload that differ from a kept one in one field only.
+  std::mt19937 rng(20261123);
+  NodeSpec slower = node("2xh100-pcie");
+  slower.links[1].a_to_b_bytes_per_s *= 0.5;  // one field differs from 2xh100-pcie
+  Workload cfg_seq = workload("flux.1-dev", 512, 512, 1, 2);
+  cfg_seq.cfg = CfgMode::sequential;          // one field differs from the workload beside it
+  const std::vector<std::pair<Workload, NodeSpec>> inputs = {
+      {workload("flux.1-dev", 512, 512, 1, 2), node("2xh100-pcie")},
+      {workload("flux.1-dev", 512, 512, 1, 2), slower},
+      {cfg_seq, node("2xh100-pcie")},
+      {workload("wan2.1-t2v-1.3b", 256, 256, 5, 2), node("8xh100-pcie")},
+      {workload("wan2.1-t2v-14b", 256, 448, 5, 1), node("1xh100-sxm")}};
+  struct Drawn {
+    std::size_t input;
+    PolicyConfig config;
+  };
+  std::vector<Drawn> drawn;
+  for (int i = 0; i < 60; ++i) {
+    Drawn d{rng() % inputs.size(), policy("chunkflow", std::nullopt, double(16 << (rng() % 2)), 1 + int(rng() % 2))};
+    if (rng() % 3 != 0) d.config.resident_fraction = double(rng() % 5) / 4.0;
+    if (rng() % 2 == 0) d.config.memory_budget_bytes = double(4 + rng() % 20) * kGiB;
+    drawn.push_back(d);
+  }
+  clear_chunkflow_planner_cache();
+  const PlannerCacheStats before = chunkflow_planner_cache_stats();
+  std::vector<std::optional<StepPlan>> kept;
+  for (const Drawn& d : drawn) {
+    try {
+      kept.push_back(build_plan(inputs[d.input].first, inputs[d.input].second, d.config));
+    } catch (const InputError&) {
+      kept.push_back(std::nullopt);  // a budget too small: the fresh planner must refuse it too
+    }
+  }
+  const PlannerCacheStats after = chunkflow_planner_cache_stats();
+  CHECK(after.planner_hits > before.planner_hits);    // the sequence reused planners ...
+  CHECK(after.planner_misses > before.planner_misses + 5);  // ... and evicted some
+  CHECK(after.estimate_hits > before.estimate_hits);  // ... and kept estimates
+  int compared = 0;
+  for (std::size_t i = 0; i < drawn.size(); ++i) {
+    clear_chunkflow_planner_cache();
+    const Drawn& d = drawn[i];
+    INFO("configuration " << i);
+    std::optional<StepPlan> fresh;
+    try {
+      fresh = build_plan(inputs[d.input].first, inputs[d.input].second, d.config);
+    } catch (const InputError&) {
+    }
+    REQUIRE(fresh.has_value() == kept[i].has_value());
+    if (!fresh) continue;
+    const StepPlan &a = *kept[i], &b = *fresh;
+    CHECK(a.info.estimated_step_time_s == b.info.estimated_step_time_s);
+    CHECK(a.info.resident_fraction == b.info.resident_fraction);
+    CHECK(a.info.residency == b.info.residency);
+    CHECK(a.info.slot_count == b.info.slot_count);
+    CHECK(a.info.slot_bytes == b.info.slot_bytes);
+    CHECK(a.info.share_cap_bytes_per_s == b.info.share_cap_bytes_per_s);
+    CHECK(a.info.lookahead == b.info.lookahead);
+    CHECK(a.info.memory_budget_bytes == b.info.memory_budget_bytes);
+    REQUIRE(a.ops.size() == b.ops.size());
+    bool same = true;
+    for (std::size_t k = 0; k < a.ops.size(); ++k) {
+      const PlanOp &x = a.ops[k], &y = b.ops[k];
+      same = same && x.kind == y.kind && x.rank == y.rank && x.step == y.step && x.block == y.block &&
+             x.stage == y.stage && x.chunk == y.chunk && x.slot == y.slot && x.bytes == y.bytes &&
+             x.src_offset_bytes == y.src_offset_bytes && x.alloc_bytes == y.alloc_bytes &&
+             x.free_bytes == y.free_bytes && x.rate_cap_bytes_per_s == y.rate_cap_bytes_per_s &&
+             x.deps == y.deps && x.data_deps == y.data_deps && x.name == y.name;
+    }
+    CHECK(same);
+    ++compared;
+  }
+  CHECK(compared >= 30);
 }
 
 TEST_CASE("at equal memory, chunkflow's best plan is no slower than every baseline's", "[policy]") {
