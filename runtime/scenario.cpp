@@ -280,7 +280,7 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
                                       range_text("--ring") + "; GPUs used = ulysses × ring × tp × (2 with --cfg parallel)");
   app.add_option("--tp", o.tp, "Tensor-parallel degree T (Megatron column/row split, all-reduce after attention and MLP), " +
                                   range_text("--tp"));
-  app.add_flag("--fsdp", o.fsdp, "FSDP: block weights sharded over every GPU used (with --tp: over the GPUs holding one TP shard), all-gathered before each block");
+  app.add_flag_callback("--fsdp", [&o] { o.fsdp = true; }, "FSDP: block weights sharded over every GPU used (with --tp: over the GPUs holding one TP shard), all-gathered before each block");
   app.add_option("--steps", o.denoising_steps,
                  "Denoising steps of the generation (default: the model's; Wan2.1 50, Wan2.2 40, FLUX 28, "
                  "HunyuanVideo 50), " + range_text("--steps"));
@@ -324,7 +324,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   if (o.ulysses) w.ulysses_degree = *o.ulysses;
   if (o.ring) w.ring_degree = *o.ring;
   if (o.tp) w.tp_degree = *o.tp;
-  if (o.fsdp) w.fsdp = true;
+  if (o.fsdp) w.fsdp = *o.fsdp;
   if (o.attention) w.attention = attention_kernel_from(*o.attention, "", "--attention");
   if (o.compile) w.compiled = true;
   if (o.denoising_steps) w.denoising_steps = *o.denoising_steps;
@@ -348,7 +348,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
       {"/workload/steps", {"--steps", o.denoising_steps.has_value()}},
       {"/workload/ring_degree", {"--ring", o.ring.has_value()}},
       {"/workload/tp_degree", {"--tp", o.tp.has_value()}},
-      {"/workload/fsdp", {"--fsdp", o.fsdp}},
+      {"/workload/fsdp", {"--fsdp", o.fsdp.has_value()}},
       {"/workload/cfg", {"--cfg", o.cfg.has_value()}},
       {"/policy/name", {"--policy", o.policy.has_value()}},
       {"/policy/chunk_mib", {"--chunk-mib", o.chunk_mib.has_value()}},

@@ -57,7 +57,7 @@ struct ScenarioOptions {
   std::optional<int> denoising_steps;  ///< --steps (Workload::denoising_steps)
   std::optional<std::string> cfg;      ///< --cfg
   std::optional<int> ring, tp;         ///< --ring, --tp
-  bool fsdp = false;                   ///< --fsdp
+  std::optional<bool> fsdp;            ///< --fsdp (sets true); false only from code (validate: a run without FSDP)
   std::optional<double> chunk_mib;
   std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
   std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|auto (Workload::attention)

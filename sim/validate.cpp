@@ -14,6 +14,7 @@
 #include "model/calibration.hpp"
 #include "model/node.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "runtime/policy.hpp"
 #include "sim/executor.hpp"
 
@@ -110,7 +111,28 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   o.width = integer("width");
   o.frames = integer("frames");
   o.batch = integer("batch");
-  if (auto u = integer("ulysses_degree")) o.ulysses = int(*u);
+  // The parallel layout (issue 9 §3), in the names chunkflow-hw summaries (its /scenario, since
+  // b0ba906) and simulate --json (/scenario/workload) write. A summary without them predates the
+  // layouts and ran Ulysses only: ring 1, TP 1, no FSDP, whatever its scenario file says; its CFG
+  // is then the scenario's (the model's default for a run without a file).
+  auto degree = [&](const std::string& key) -> std::optional<int> {
+    const std::optional<int64_t> v = integer(key);
+    if (!v) return std::nullopt;
+    check_range(double(*v), "/workload/" + key, path, where(key));  // [1, 64] ranks, as a scenario file's
+    return int(*v);
+  };
+  if (auto u = degree("ulysses_degree")) o.ulysses = *u;
+  o.ring = degree("ring_degree").value_or(1);
+  o.tp = degree("tp_degree").value_or(1);
+  o.fsdp = false;
+  if (const json* f = lookup(j, "fsdp")) {
+    if (!f->is_boolean()) throw InputError(path, where("fsdp"), "expected true or false, got " + f->dump());
+    o.fsdp = f->get<bool>();
+  }
+  if (auto c = str("cfg")) {
+    (void)cfg_mode_from(*c, path, where("cfg"));  // expected none, sequential, parallel or auto
+    o.cfg = *c;
+  }
   // simulate --json records the attention kernel it priced and whether the stack was compiled.
   if (auto a = str("attention")) {
     (void)attention_kernel_from(*a, path, where("attention"));

@@ -5,11 +5,20 @@
 // A measured run is a JSON summary file (found recursively, *.json) holding a "scenario" object
 // and a number "step_time_s": the hardware harness's `chunkflow-hw run --output` summary
 // ({"context", "scenario": {name, file, node, model, batch, height, width, frames,
-// ulysses_degree, policy, chunk_bytes, resident_fraction, lookahead, steps}, "step_time_s", ...}; simulate --json: "simulated_steps"),
+// ulysses_degree, ring_degree, tp_degree, fsdp, cfg, policy, chunk_bytes, resident_fraction, lookahead, steps},
+// "step_time_s", ...}; simulate --json: "simulated_steps"),
 // or `chunkflow simulate --json` output (scenario with "node" and "workload" objects, the policy
-// fields at the top level). Microbenchmark files ("measurements") and Chrome traces
-// ("traceEvents") are not runs and are skipped. A run's trace, when present, is the file beside
-// it named <stem>.trace.json (recorded for `compare`, not needed here).
+// fields at the top level).
+//
+// The run is re-simulated with its own parallel layout: ulysses_degree, ring_degree, tp_degree
+// (integers in [1, 64]), fsdp (true/false) and cfg ("none" | "sequential" | "parallel" | "auto").
+// A summary without ring_degree / tp_degree / fsdp predates the layouts (chunkflow-hw before
+// b0ba906, simulate before issue 9 §3 ran Ulysses only): ring 1, TP 1, no FSDP; without cfg, the
+// scenario's CFG (the model's default, model/workload.hpp default_cfg, for a run without a file).
+//
+// Microbenchmark files ("measurements") and Chrome traces ("traceEvents") are not runs and are
+// skipped. A run's trace, when present, is the file beside it named <stem>.trace.json (recorded
+// for `compare`, not needed here).
 //
 // Held-out rule: a run is "used for fitting" when the calibration's `sources` list its summary
 // or its trace, by content hash (fnv1a64) or by the same canonical path. Such runs are shown,
@@ -27,7 +36,8 @@ struct MeasuredRun {
   std::string summary_path;
   std::string trace_path;            ///< "" when absent
   std::string device;                ///< context gpu_name/device, else the parent folder name
-  ScenarioOptions options;           ///< the run's scenario as overrides (calibration added later)
+  ScenarioOptions options;           ///< the run's scenario as overrides (calibration added later);
+                                     ///< ring, tp and fsdp always set (the defaults above when absent)
   /// The node the run's plan was built with, when the summary records its parameters (simulate
   /// --json writes the whole node); else the plan is built with the scenario's node without the
   /// calibration, as the harness built it. The plan is then simulated on the calibrated node.
@@ -45,7 +55,8 @@ std::vector<MeasuredRun> find_measured_runs(const std::string& dir, bool missing
 
 /// Reads one file: the run when it is a run summary (definition above), nullopt when it is some
 /// other JSON object. Throws InputError naming the file for unreadable or malformed JSON and for
-/// malformed scenario fields.
+/// malformed scenario fields (the JSON pointer and the expected form, e.g. /scenario/tp_degree:
+/// "expected an integer in [1, 64] ranks").
 std::optional<MeasuredRun> read_measured_run(const std::string& path);
 
 struct ValidationRow {

@@ -10,12 +10,18 @@
 // 1.00 and fail at 1.12 (max) and at 1.06 everywhere (mean). With no measured runs under
 // traces/measured/ the hardware gate has nothing to check: the test says so on stdout and in a
 // Catch2 WARN (Catch2 2.13 has no SKIP).
+//
+// A run is re-simulated with its own parallel layout (ulysses_degree, ring_degree, tp_degree,
+// fsdp, cfg as chunkflow-hw summaries write them): the prediction must equal the simulation of
+// that layout built independently here, and differ from the Ulysses-only one the reader used to
+// build; a summary without the layout fields (older harness) still re-simulates Ulysses only.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <unistd.h>
 
+#include "model/error.hpp"
 #include "sim/report.hpp"
 #include "sim/validate.hpp"
 #include "sim_fixtures.hpp"
@@ -47,6 +53,47 @@ void write_scaled_run(const fs::path& dir, const std::string& name, Scenario s, 
   j["step_time_s"] = r.result.summary.step_time_s * scale;
   std::ofstream(dir / (name + ".json")) << j.dump(2);
 }
+
+/// A chunkflow-hw `run --output` summary of `w` on `node_id` (the /scenario fields of
+/// hw/chunkflow_hw_main.cpp scenario_json), with the layout fields when `with_layout` (the harness
+/// since b0ba906; without them, an older summary).
+nlohmann::json hw_summary(const Workload& w, const std::string& node_id, const PolicyConfig& p, bool with_layout,
+                          double step_time_s, int64_t plan_ops) {
+  nlohmann::json sc = {{"name", "synthetic-" + node_id},
+                       {"file", ""},
+                       {"node", node_id},
+                       {"model", w.model},
+                       {"batch", w.batch},
+                       {"height", w.height},
+                       {"width", w.width},
+                       {"frames", w.frames},
+                       {"ulysses_degree", w.ulysses_degree},
+                       {"policy", p.policy},
+                       {"chunk_bytes", p.chunk_bytes},
+                       {"resident_fraction", *p.resident_fraction},
+                       {"lookahead", p.lookahead},
+                       {"steps", p.steps}};
+  if (with_layout) {
+    sc["ring_degree"] = w.ring_degree;
+    sc["tp_degree"] = w.tp_degree;
+    sc["fsdp"] = w.fsdp;
+    sc["cfg"] = cfg_mode_name(resolved_cfg(w));
+  }
+  return {{"context", {{"tool", "chunkflow-hw"}, {"gpu_name", "synthetic (tests/test_measured_validation.cpp)"}}},
+          {"scenario", sc},
+          {"plan", {{"ops", plan_ops}}},
+          {"step_time_s", step_time_s}};
+}
+
+/// A fresh empty folder under the temporary directory, named for this process.
+fs::path fresh_dir(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / ("chunkflow-test-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write_json(const fs::path& file, const nlohmann::json& j) { std::ofstream(file) << j.dump(2); }
 }  // namespace
 
 TEST_CASE("the gate fails on a 12 % max error and a 6 % mean error, and passes on the simulator's own times") {
@@ -105,4 +152,171 @@ TEST_CASE("calibrated simulator: held-out step-time error <= 5 % mean and <= 10 
               << "; the gate itself is tested on synthetic runs (test case above)\n";
     WARN("no measured runs under " << root.string() << ": the hardware gate was not exercised");
   }
+}
+
+TEST_CASE("a measured run with a ring / TP / FSDP / parallel-CFG layout is re-simulated with that layout") {
+  const NodeSpec n = node("8xh100-sxm");
+  const std::string model = "wan2.1-t2v-1.3b";  // 12 heads: U2·TP2, U4, TP2 all divide them
+  struct Case {
+    Workload w;
+    std::string policy;
+  };
+  const std::vector<Case> cases = {
+      {test::layout(model, 480, 832, 17, 2, 2, 2, true, CfgMode::none), "chunkflow"},
+      {test::layout(model, 480, 832, 17, 2, 1, 2, false, CfgMode::parallel), "layerwise"},
+      {test::layout(model, 480, 832, 17, 4, 1, 1, true, CfgMode::sequential), "layerwise"},
+      {test::layout(model, 480, 832, 17, 1, 4, 2, false, CfgMode::sequential), "chunkflow"},
+  };
+  const double scale = 1.1;  // measured = 1.1 × the layout's simulated step: error = 1/1.1 − 1
+  for (const Case& c : cases) {
+    const PolicyConfig p = test::policy(c.policy, 0.25);
+    INFO(layout_text(c.w) << ", " << c.policy);
+    const test::Run oracle = test::run(c.w, n, p);  // the layout, built here without the reader
+    // What the reader built before: ulysses_degree alone (ring 1, TP 1, no FSDP, the model's CFG).
+    const test::Run ulysses_only = test::run(test::workload(model, 480, 832, 17, c.w.ulysses_degree), n, p);
+    REQUIRE(oracle.result.summary.step_time_s != ulysses_only.result.summary.step_time_s);
+
+    const fs::path dir = fresh_dir("layout");
+    write_json(dir / "run.json", hw_summary(c.w, n.id, p, true, oracle.result.summary.step_time_s * scale,
+                                            int64_t(oracle.plan.ops.size())));
+    const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
+    REQUIRE(runs.size() == 1);
+    const Workload rebuilt = resolve_scenario(runs[0].options).workload;
+    CHECK(rebuilt.ulysses_degree == c.w.ulysses_degree);
+    CHECK(rebuilt.ring_degree == c.w.ring_degree);
+    CHECK(rebuilt.tp_degree == c.w.tp_degree);
+    CHECK(rebuilt.fsdp == c.w.fsdp);
+    CHECK(resolved_cfg(rebuilt) == resolved_cfg(c.w));
+    CHECK(gpus_used(rebuilt) == gpus_used(c.w));
+
+    const ValidationResult v = validate_runs(runs, "");
+    REQUIRE(v.rows.size() == 1);
+    CHECK(v.rows[0].predicted_step_time_s == Approx(oracle.result.summary.step_time_s).epsilon(1e-12));
+    CHECK_FALSE(v.rows[0].plan_mismatch);  // the harness's op count is the layout plan's
+    CHECK(v.rows[0].error == Approx(1.0 / scale - 1.0).epsilon(1e-12));
+
+    // The same through simulate --json (layout in /scenario/workload, the plan's node recorded).
+    Scenario s = default_scenario();
+    s.node = n;
+    s.workload = c.w;
+    s.policy = p;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    write_scaled_run(dir, "sim", s, scale);
+    const ValidationResult vs = validate_runs(find_measured_runs(dir.string()), "");
+    REQUIRE(vs.rows.size() == 1);
+    const Workload from_sim = resolve_scenario(vs.rows[0].run.options).workload;
+    CHECK(from_sim.ring_degree == c.w.ring_degree);
+    CHECK(from_sim.tp_degree == c.w.tp_degree);
+    CHECK(from_sim.fsdp == c.w.fsdp);
+    CHECK(resolved_cfg(from_sim) == resolved_cfg(c.w));
+    CHECK(vs.rows[0].error == Approx(1.0 / scale - 1.0).epsilon(1e-12));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("a summary without the layout fields (older chunkflow-hw) is re-simulated Ulysses-only, as before") {
+  const NodeSpec n = node("8xh100-sxm");
+  const Workload w = test::workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
+  const PolicyConfig p = test::policy("chunkflow", 0.25);
+  const test::Run oracle = test::run(w, n, p);
+  const fs::path dir = fresh_dir("old-summary");
+  write_json(dir / "run.json", hw_summary(w, n.id, p, false, oracle.result.summary.step_time_s,
+                                          int64_t(oracle.plan.ops.size())));
+  const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].options.ring == 1);
+  CHECK(runs[0].options.tp == 1);
+  CHECK(runs[0].options.fsdp == false);
+  CHECK_FALSE(runs[0].options.cfg.has_value());  // the scenario's CFG: here the model's default
+  const Workload rebuilt = resolve_scenario(runs[0].options).workload;
+  CHECK(rebuilt.ulysses_degree == 2);
+  CHECK(rebuilt.ring_degree == 1);
+  CHECK(rebuilt.tp_degree == 1);
+  CHECK_FALSE(rebuilt.fsdp);
+  CHECK(resolved_cfg(rebuilt) == default_cfg(w.model));
+  const ValidationResult v = validate_runs(runs, "");
+  REQUIRE(v.rows.size() == 1);
+  CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+
+  // A scenario file named by the summary may now hold a layout: an older summary still ran
+  // Ulysses only (its CFG is the file's); a newer one's "fsdp": false beats the file's true.
+  const fs::path scenario_file = dir / "layout-scenario.json";
+  write_json(scenario_file, {{"name", "layout"},
+                             {"node", n.id},
+                             {"workload", {{"model", w.model}, {"height", 480}, {"width", 832}, {"frames", 17},
+                                           {"ulysses_degree", 2}, {"ring_degree", 2}, {"tp_degree", 2},
+                                           {"fsdp", true}, {"cfg", "none"}}}});
+  nlohmann::json old = hw_summary(w, n.id, p, false, 1.0, 0);
+  old["scenario"]["file"] = scenario_file.string();
+  write_json(dir / "run.json", old);
+  const Workload from_old = resolve_scenario(read_measured_run((dir / "run.json").string())->options).workload;
+  CHECK(from_old.ring_degree == 1);
+  CHECK(from_old.tp_degree == 1);
+  CHECK_FALSE(from_old.fsdp);
+  CHECK(resolved_cfg(from_old) == CfgMode::none);
+  nlohmann::json newer = hw_summary(w, n.id, p, true, 1.0, 0);
+  newer["scenario"]["file"] = scenario_file.string();
+  write_json(dir / "run.json", newer);
+  const Workload from_new = resolve_scenario(read_measured_run((dir / "run.json").string())->options).workload;
+  CHECK_FALSE(from_new.fsdp);
+  CHECK(resolved_cfg(from_new) == CfgMode::sequential);  // the run said so (Wan's default)
+  fs::remove_all(dir);
+}
+
+TEST_CASE("malformed layout fields of a measured run are refused naming the file, the field and the expected form") {
+  const Workload w = test::layout("wan2.1-t2v-1.3b", 480, 832, 17, 2, 2, 2, true, CfgMode::none);
+  const PolicyConfig p = test::policy("layerwise", 0.25);
+  const fs::path dir = fresh_dir("bad-layout");
+  const std::string file = (dir / "run.json").string();
+  struct Bad {
+    std::string key;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::vector<Bad> bad = {
+      {"ring_degree", "2", "expected an integer, got \"2\""},
+      {"ring_degree", 0, "expected an integer in [1, 64] ranks"},
+      {"tp_degree", 2.0, "expected an integer, got 2.0"},
+      {"tp_degree", 4294967298LL, "expected an integer in [1, 64] ranks"},  // 2 once cast to int
+      {"ulysses_degree", -2, "expected an integer in [1, 64] ranks"},
+      {"fsdp", 1, "expected true or false, got 1"},
+      {"fsdp", "true", "expected true or false"},
+      {"cfg", "both", "expected one of none, sequential, parallel, auto, got \"both\""},
+      {"cfg", 2, "expected a string, got 2"},
+  };
+  for (const Bad& b : bad) {
+    nlohmann::json j = hw_summary(w, "8xh100-sxm", p, true, 1.0, 0);
+    j["scenario"][b.key] = b.value;
+    write_json(file, j);
+    INFO(b.key << " = " << b.value.dump());
+    try {
+      (void)read_measured_run(file);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.file() == file);
+      CHECK(e.field() == "/scenario/" + b.key);
+      CHECK_THAT(e.message(), Catch::Contains(b.expected));
+    }
+  }
+  // simulate --json keeps the layout in /scenario/workload: the error names that pointer.
+  Scenario s = default_scenario();
+  s.node = node("8xh100-sxm");
+  s.workload = w;
+  s.policy = p;
+  write_scaled_run(dir, "run", s, 1.0);
+  nlohmann::json j;
+  std::ifstream(file) >> j;
+  j["scenario"]["workload"]["tp_degree"] = "two";
+  write_json(file, j);
+  try {
+    (void)read_measured_run(file);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.file() == file);
+    CHECK(e.field() == "/scenario/workload/tp_degree");
+    CHECK_THAT(e.message(), Catch::Contains("expected an integer"));
+  }
+  fs::remove_all(dir);
 }
