@@ -9,6 +9,7 @@
 #include "model/error.hpp"
 #include "model/generation.hpp"
 #include "model/kernel_model.hpp"
+#include "model/published_memory.hpp"
 
 namespace chunkflow {
 
@@ -187,23 +188,22 @@ PublishedPrediction predict_published(const PublishedRecord& r, const PublishedS
     p.predicted = n.h2d_bytes_per_s(0);
     p.parts["copy_engine_h2d"] = p.predicted;
   } else if (r.measures == PublishedMeasure::peak_memory) {
-    Workload w = r.workload;
-    w.ulysses_degree *= r.ring_degree;
-    const ForwardCost cost = forward_cost(w);
-    double weights = cost.weight_bytes;
-    if (r.fsdp && r.gpu_count > 1) {
-      double block = 0;
-      for (const BlockCost& b : cost.blocks) block = std::max(block, b.weight_bytes);
-      weights = cost.weight_bytes / double(r.gpu_count) + 2.0 * block;  // shard + gathered block + prefetch
-    }
-    if (r.offload == "layerwise" || r.offload == "group-offload-leaf") {
-      double block = 0;
-      for (const BlockCost& b : cost.blocks) block = std::max(block, b.weight_bytes);
-      weights = cost.non_block_weight_bytes + 2.0 * block;
-    }
-    p.parts["weights"] = weights;
-    p.parts["activations"] = cost.activation_bytes;
-    p.predicted = weights + cost.activation_bytes;
+    // Peak over the run's phases (model/published_memory.hpp): the parts are the peak phase's
+    // resident tensors, and "phase.<name>" the total of every phase; the dominant part is named
+    // "<phase>: <largest part>".
+    const PeakMemoryEstimate m = published_peak_memory(r);
+    const MemoryPhase& peak = m.phases[m.peak_phase];
+    p.parts = peak.parts_bytes;
+    for (const MemoryPhase& ph : m.phases) p.parts["phase." + ph.name] = ph.bytes();
+    p.predicted = m.peak_bytes;
+    p.error = (p.predicted - p.published) / p.published;
+    double best = -1;
+    for (const auto& [k, v] : peak.parts_bytes)
+      if (v > best) {
+        best = v;
+        p.dominant = peak.name + ": " + k;
+      }
+    return p;
   } else {
     const ForwardParts f = forward_parts(r, n);
     const double gpu_s = f.gpu();
