@@ -23,8 +23,9 @@
 // What is counted is the PyTorch caching allocator's allocated bytes (torch.cuda.max_memory_allocated):
 // tensors alive at the worst moment. Not counted: the allocator's reserved-but-free slack, the CUDA
 // context and library workspaces (cuBLAS, cuDNN, NCCL), which nvidia-smi would add; tensors smaller
-// than ~0.1 % of the peak (latents, text embeddings, rope tables of one axis). None of the records of
-// traces/published/ measures reserved memory or nvidia-smi (their caveats say which counter).
+// than ~0.1 % of the peak (latents, text embeddings, rope tables of one axis). No record of
+// traces/published/ is known to measure reserved memory or nvidia-smi (their caveats say which
+// counter, or that the source does not say).
 // Every constant is in published_memory.cpp with its source.
 #include <map>
 #include <string>
