@@ -71,9 +71,9 @@ PeakMemoryEstimate wan_pipeline(const PublishedRecord& r) {
       add_part(*ph, "dit_weights", shards);
       add_part(*ph, "text_encoder_weights", t5_shards);
     }
-    add_part(text, "text_encoder_weights", double(umt5_xxl_block_params()) * kT5DtypeBytes);  // gathered block
-    add_part(denoise, "text_encoder_weights", t5_root_bytes);
-    add_part(decode, "text_encoder_weights", t5_root_bytes);
+    // T5's root is unsharded from its first forward on (during encoding beside one gathered block).
+    add_part(text, "text_encoder_weights", double(umt5_xxl_block_params()) * kT5DtypeBytes);
+    for (MemoryPhase* ph : {&text, &denoise, &decode}) add_part(*ph, "text_encoder_weights", t5_root_bytes);
     add_part(denoise, "dit_weights", roots + double(a.block_kinds.front().params()) * kComputeDtypeBytes);
     add_part(decode, "dit_weights", roots);
   } else {

@@ -125,6 +125,9 @@ TEST_CASE("Wan pipeline phases: FSDP keeps every expert's fp32 shard and bf16 ro
     CHECK(part(decode, "text_encoder_weights") ==
           Approx(2.0 * double(umt5_xxl_encoder_params()) / 4 + 2.0 * 256384 * 4096));
     CHECK(part(decode, "vae_workspace") == Approx(wan_vae_decode_bytes(720, 1280, 81)));
+    // Encoding gathers one T5 block beside the shards and the root.
+    CHECK(part(phase(e, "text_encode"), "text_encoder_weights") - part(decode, "text_encoder_weights") ==
+          Approx(2.0 * double(umt5_xxl_block_params())));
     const MemoryPhase& denoise = phase(e, "denoise");
     CHECK(part(denoise, "dit_weights") - part(decode, "dit_weights") == Approx(2.0 * double(a.block_kinds.front().params())));
     CHECK(part(denoise, "activations") == Approx(wan_dit_activation_bytes(r.workload, 4, false).total()));
