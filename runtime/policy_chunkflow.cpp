@@ -16,11 +16,15 @@
 //     budget (or L+1 blocks' worth) allows, simulated against the program with stalls included
 //     (closed loop): a chunk that would run into the next all-to-all window is split at the window's
 //     estimated edge; inside a window the copy yields (waits for the collective's end), shares
-//     (runs rate-capped) or ignores it (runs uncapped), by one mode per plan chosen from four
-//     candidates (share at the cap that leaves the all-to-all its rate, yield, share at the cap that
-//     slows it ≤ 10 %, ignore) by the estimate. The window edges come from the previous pass of the
-//     estimate (two passes; the first from the stall-free program); copies still moving when a
-//     window's real times become known are re-timed.
+//     (runs rate-capped) or ignores it (runs uncapped). Five candidates, the estimate picks: one
+//     treatment for every window (share at the cap that leaves the all-to-all its rate, yield, share
+//     at the cap that slows it ≤ 10 %, ignore), or per window: each copy that meets a window yields
+//     when the delay still lands it, and every copy behind it on the lane until an idle gap of the
+//     lane absorbs the delay, before its first reader's predicted start; else shares at the first
+//     cap when that delay is affordable; else ignores the window (its reader would stall). Its
+//     prediction (reader starts, the lane's slack and gaps) is the best single-treatment estimate's.
+//     The window edges come from the previous pass of the estimate (two passes; the first from the
+//     stall-free program); copies still moving when a window's real times become known are re-timed.
 //  4. R = auto: the smallest fraction tried (a 0.1 grid, and with a budget the fractions that leave
 //     ½, 1, 2 or 3 blocks' worth of buffers) whose estimated step time is within 2 % of the critical
 //     path (the program with no copies: compute and uncontended collectives, overlapped where the
@@ -59,10 +63,17 @@ constexpr double kAlignBytes = 256;
 constexpr double kShareTolerance = 0.10;
 /// A capped copy whose rest exceeds its window by less than this goes whole (a piece costs a latency).
 constexpr double kOverrunBytes = 512 * 1024;
+/// per_window: how many copies behind a delayed one its slack test follows before it gives up (a
+/// delay not absorbed by an idle gap of the lane within them counts as unaffordable).
+constexpr std::size_t kSlackWalkChunks = 256;
 /// "auto" residency accepts a plan whose estimate is within this factor of the critical path.
 constexpr double kAutoWithinBound = 1.02;
 
-enum class WindowMode { share_free, yield, share_tolerant, ignore };
+/// How copies treat a collective window: one treatment for every window of a plan (the first four),
+/// or per_window: each copy that meets a window yields, shares at the share_free cap or ignores it,
+/// by its slack (Planner::run).
+enum class WindowMode { share_free, yield, share_tolerant, ignore, per_window };
+constexpr int kWindowModes = 5;
 
 struct Chunk {
   int step = 0, block = 0;
@@ -82,6 +93,10 @@ struct Estimate {
   double step_time_s = kInf;
   std::vector<CopyPiece> pieces;
   std::vector<double> window_start_s, window_end_s;  ///< per collective (global order)
+  // A prediction's (Planner::prediction_of; never in a kept estimate):
+  std::vector<double> program_start_s;  ///< per global position
+  std::vector<double> chunk_slack_s;    ///< per chunk: its first reader's start − its landing
+  std::vector<double> chunk_gap_s;      ///< per chunk: the lane's idle time before its first piece
   int yield = 0, share = 0, ignore = 0;              ///< windows of the last step by what ran in them
 };
 
@@ -115,7 +130,8 @@ class Planner {
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
     copy_alone_bytes_per_s_ = link_.copy_alone_bytes_per_s();
     init_mode_rates();
-    stall_free_ = run({}, 0, WindowMode::yield, {}, {});
+    stall_free_ = run({}, 0, WindowMode::yield, {}, {}, {});
+    stall_free_.program_start_s = scratch_.start_s;  // per_window's prediction when nothing else is feasible
     critical_path_s_ = stall_free_.step_time_s;
   }
 
@@ -200,6 +216,12 @@ class Planner {
     if (free.mode == WindowMode::yield) mode_rates_[static_cast<int>(WindowMode::share_free)].same_as = int(WindowMode::yield);
     if (tolerant.mode == WindowMode::yield) tolerant.same_as = int(WindowMode::yield);
     else if (free.mode == tolerant.mode && free.cap_bytes_per_s == tolerant.cap_bytes_per_s) tolerant.same_as = int(WindowMode::share_free);
+    // per_window: share_free's cap and rates (its capped copies run as share_free's, its uncapped
+    // ones as ignore's).
+    ModeRates& per = mode_rates_[static_cast<int>(WindowMode::per_window)];
+    per = mode_rates_[static_cast<int>(WindowMode::share_free)];
+    per.mode = WindowMode::per_window;
+    per.same_as = -1;
   }
 
   /// Where the resident bytes go (the plan's `residency` names it).
@@ -324,14 +346,15 @@ class Planner {
 
   /// One closed-loop pass: the copy lane and the program of rank 0, copies decided as they go.
   Estimate run(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
-               const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s) const {
+               const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
+               const std::vector<double>& pred_program_start_s, const Estimate* lane_pred = nullptr) const {
     Estimate e;
     const int G = steps_ * n_;
     const double lat = node_.h2d_latency_s;
     const double C = chunk_bytes_;
     const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
     const ModeRates& rates = mode_rates_[static_cast<int>(mode)];
-    mode = rates.mode;         // a share mode with no cap left runs as yield
+    if (mode != WindowMode::per_window) mode = rates.mode;  // a share mode with no cap left runs as yield
     const double cap = rates.cap_bytes_per_s;
     const std::vector<Shares>& shares = rates.shares;
 
@@ -341,6 +364,7 @@ class Planner {
     w.start_s.assign(G, 0.0);
     w.end_s.assign(G, 0.0);
     w.landed_s.assign(chunks.size(), 0.0);
+    w.chunk_gap_s.assign(chunks.size(), 0.0);
     for (auto* v : {&w.piece_start_s, &w.piece_end_s, &w.piece_cap, &w.piece_bytes, &w.piece_ready_s}) v->clear();
     w.piece_last_reader.clear();
     w.piece_completes.clear();
@@ -468,6 +492,32 @@ class Planner {
         const double rem = ch.bytes - done_in_chunk;
         double bytes = rem;
         std::size_t c = 0;
+        // per_window: the treatment of window c for this copy, from its slack: yield when, resumed
+        // at the run's end, it still lands before its first reader's predicted start (the previous
+        // pass's program, shifted by the current lag); else share at the cap that leaves the
+        // collective its rate when, capped from the window on, it still lands by then; else ignore
+        // (the reader would stall: run uncapped).
+        auto choose = [&](double ws, double we, bool can_wait, bool can_share) {
+          if (mode != WindowMode::per_window) return mode;
+          const double reader_s = pred_program_start_s[std::size_t(ch.first_reader)] + lag_s;
+          const double now_s = copy_end_s(t0 + lat, rem, 0);
+          // A delay d of this copy pushes the copies behind it on the lane until an idle gap of the
+          // lane (previous pass) absorbs it: allowed when none of them then misses its reader.
+          auto affordable = [&](double d) {
+            if (now_s + d > reader_s) return false;
+            if (!lane_pred) return true;
+            for (std::size_t k = j + 1; k < chunks.size() && k <= j + kSlackWalkChunks; ++k) {
+              d -= lane_pred->chunk_gap_s[k];
+              if (d <= 0) return true;
+              if (lane_pred->chunk_slack_s[k] < d) return false;
+            }
+            return d <= 0;
+          };
+          if (can_wait && affordable(copy_end_s(we + lat, rem, 0) - now_s)) return WindowMode::yield;
+          if (can_share && cap > 0 && affordable(copy_end_s(std::max(t0, ws) + lat, rem, cap) - now_s))
+            return WindowMode::share_free;
+          return WindowMode::ignore;
+        };
         for (int guard = 0; guard < 64 && mode != WindowMode::ignore; ++guard) {
           c = first_window_after(t0);
           if (c >= collective_g_.size()) break;  // no window ahead: the whole rest, uncapped
@@ -482,8 +532,10 @@ class Planner {
               bytes = *b;
               break;
             }
-            if (mode == WindowMode::yield ? !can_wait : !can_hold) break;  // needed soon: run into it
-            if (mode == WindowMode::yield) {
+            const WindowMode local = choose(ws, we, can_wait, can_hold);
+            if (local == WindowMode::ignore) break;
+            if (local == WindowMode::yield ? !can_wait : !can_hold) break;  // needed soon: run into it
+            if (local == WindowMode::yield) {
               t0 = we;
               after = collective_g_[last];
             } else {
@@ -493,7 +545,9 @@ class Planner {
             continue;
           }
           // Inside the run.
-          if (mode != WindowMode::yield) {
+          const WindowMode local = choose(ws, we, can_wait, true);
+          if (local == WindowMode::ignore) break;
+          if (local != WindowMode::yield) {
             if (auto b = fit(we - t0, shares[c].capped.copy_bytes_per_s, rem, true)) {
               bytes = *b;
               piece_cap_bps = cap;
@@ -520,6 +574,7 @@ class Planner {
         p.rate_cap_bytes_per_s = piece_cap_bps;
         p.after_position = after;
         e.pieces.push_back(p);
+        if (done_in_chunk == 0) w.chunk_gap_s[j] = std::max(0.0, t0 - t_lane);
         piece_last_reader.push_back(ch.last_reader);
         piece_start_s.push_back(t0);
         t_lane = copy_end_s(t0 + lat, bytes, piece_cap_bps);
@@ -643,6 +698,23 @@ class Planner {
     return e;
   }
 
+  /// What a later pass predicts from: the windows of estimate `e`, and with `lane`, the program's
+  /// start times and the copies' slack and lane gaps of the run() that made `e` (read from its
+  /// working arrays, so right after it).
+  Estimate prediction_of(const Estimate& e, const std::vector<Chunk>& chunks, bool lane) const {
+    Estimate p;
+    p.window_start_s = e.window_start_s;
+    p.window_end_s = e.window_end_s;
+    if (lane) {
+      p.program_start_s = scratch_.start_s;
+      p.chunk_slack_s.resize(chunks.size());
+      for (std::size_t q = 0; q < chunks.size(); ++q)
+        p.chunk_slack_s[q] = scratch_.start_s[std::size_t(chunks[q].first_reader)] - scratch_.landed_s[q];
+      p.chunk_gap_s = scratch_.chunk_gap_s;
+    }
+    return p;
+  }
+
   /// True when estimate `e` already equals the stall-free program (compute and collectives alone):
   /// no copy schedule estimates less, so the search may stop there with the same answer.
   bool reaches_stall_free(const Estimate& e) const { return e.step_time_s <= stall_free_.step_time_s * (1 + 1e-9); }
@@ -651,14 +723,23 @@ class Planner {
   /// estimate that reaches the stall-free program (later ones could only tie).
   Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count) const {
     Estimate best;
-    for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore}) {
+    Estimate best_prediction = stall_free_;  // per_window's: the best single-treatment estimate's
+    for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore,
+                            WindowMode::per_window}) {
       if (mode_rates_[static_cast<int>(mode)].same_as >= 0) continue;  // a mode already estimated, same rates
-      std::vector<double> prev_start = stall_free_.window_start_s, prev_end = stall_free_.window_end_s;
-      for (int pass = 0; pass < 2; ++pass) {
-        Estimate e = run(chunks, slot_count, mode, prev_start, prev_end);
+      const bool per_window = mode == WindowMode::per_window;
+      const Estimate& seed = per_window ? best_prediction : stall_free_;
+      std::vector<double> prev_start = seed.window_start_s, prev_end = seed.window_end_s;
+      // per_window predicts from an estimate of the whole schedule already: one pass.
+      for (int pass = 0; pass < (per_window ? 1 : 2); ++pass) {
+        Estimate e = run(chunks, slot_count, mode, prev_start, prev_end, seed.program_start_s,
+                         seed.chunk_slack_s.empty() ? nullptr : &seed);
         if (!e.feasible) break;
         if (pass == 0) prev_start = e.window_start_s, prev_end = e.window_end_s;
-        if (e.step_time_s < best.step_time_s * (1 - 1e-9)) best = std::move(e);
+        if (e.step_time_s < best.step_time_s * (1 - 1e-9)) {
+          if (!per_window) best_prediction = prediction_of(e, chunks, true);
+          best = std::move(e);
+        }
         if (reaches_stall_free(best)) return best;
       }
     }
@@ -822,10 +903,10 @@ class Planner {
   double critical_path_s_ = 0;         ///< one step of the program with no copies (compute and uncontended
                                        ///< collectives, overlapped where the plan overlaps them)
   Estimate stall_free_;                ///< the program with no copies: what no schedule beats
-  ModeRates mode_rates_[4];            ///< per WindowMode
+  ModeRates mode_rates_[kWindowModes];  ///< per WindowMode
   /// Working arrays of run(), reused across its passes (one planner runs on one thread).
   struct Scratch {
-    std::vector<double> start_s, end_s, landed_s, win_start_s, win_end_s;
+    std::vector<double> start_s, end_s, landed_s, win_start_s, win_end_s, chunk_gap_s;
     std::vector<int> piece_last_reader, piece_completes;
     std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
   };

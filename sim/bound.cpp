@@ -17,6 +17,31 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
+double duplex_link_s(double bytes, double reverse_bytes, double capacity_bytes_per_s, double under_duplex_bytes_per_s,
+                     double reverse_capacity_bytes_per_s, double reverse_under_duplex_bytes_per_s) {
+  // min over a ≥ 0 of a + max(0, (W − C_u·a)/C) + max(0, (W̄ − C̄_u·a)/C̄): convex and piecewise
+  // linear in a, its kinks at W/C_u and W̄/C̄_u, slope 1 beyond both; so the minimum is at 0 or a kink.
+  const double W = std::max(bytes, 0.0), Wr = std::max(reverse_bytes, 0.0);
+  auto total_s = [&](double a) {
+    return a + std::max(0.0, (W - under_duplex_bytes_per_s * a) / capacity_bytes_per_s) +
+           std::max(0.0, (Wr - reverse_under_duplex_bytes_per_s * a) / reverse_capacity_bytes_per_s);
+  };
+  double best = total_s(0);
+  if (under_duplex_bytes_per_s > 0) best = std::min(best, total_s(W / under_duplex_bytes_per_s));
+  if (reverse_under_duplex_bytes_per_s > 0) best = std::min(best, total_s(Wr / reverse_under_duplex_bytes_per_s));
+  return best;
+}
+
+namespace {
+/// duplex_link_s for direction d and its reverse rev (a direction without an under-duplex
+/// capacity passes its capacity as it).
+double pair_lp_s(const LinkDirection& d, const LinkDirection& rev, double bytes, double reverse_bytes) {
+  const double cu = d.under_duplex_bytes_per_s > 0 ? d.under_duplex_bytes_per_s : d.capacity_bytes_per_s;
+  const double cu_rev = rev.under_duplex_bytes_per_s > 0 ? rev.under_duplex_bytes_per_s : rev.capacity_bytes_per_s;
+  return duplex_link_s(bytes, reverse_bytes, d.capacity_bytes_per_s, cu, rev.capacity_bytes_per_s, cu_rev);
+}
+}  // namespace
+
 StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s) {
   MaxMinSolver solver;
   const std::shared_ptr<const Topology> shared_topology = Topology::shared(node);  // memoised per node
@@ -189,6 +214,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   //     step_time ≥ (bytes of steps 0..s over ρ) / C_ρ − E(s−1), and per rank
   //     step_time ≥ Σ over its H2D ops of steps 0..s of (latency + bytes / rate) − E(s−1).
   std::vector<double> cumulative_bytes(solver.resource_count(), 0.0);
+  std::vector<double> cumulative_raw_bytes;  // (d) before E(s−1)·C is subtracted, for (f)
   if (previous_step_end_s >= 0) {
     std::vector<double> lane_s(ranks, 0.0);
     std::vector<int> last_compute_id(std::size_t(ranks) * plan.info.steps, -1);
@@ -209,6 +235,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
           for (auto [res, coeff] : *f.route) cumulative_bytes[res] += coeff * f.bytes;
       }
     }
+    cumulative_raw_bytes = cumulative_bytes;
     for (int res = 0; res < int(cumulative_bytes.size()); ++res)
       cumulative_bytes[res] = std::max(0.0, cumulative_bytes[res] - previous_step_end_s * solver.capacity(res));
     for (double l : lane_s) copy_lane_s = std::max(copy_lane_s, l - previous_step_end_s);
@@ -219,6 +246,11 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   struct Item {
     double release_s, tail_s, work_bytes;
   };
+  struct Side {  // an Item of a direction pair ((f)), on the reverse direction or not
+    double release_s, tail_s, work_bytes;
+    bool reverse;
+  };
+  std::vector<Side> sides;
   const int candidates = s > 0 ? ranks : 1;
   StepBound b;
   b.bound_step_time_s = kInf;
@@ -306,6 +338,56 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       const double t = std::max(volume_s, release_s);
       if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(res);
     }
+    // (f) Duplex form of (b), (d) and (e): a duplex-switched direction ρ runs at its under-duplex
+    // capacity while its reverse ρ̄ carries a flow too (the executor's rule, sim/topology.hpp), so
+    // the bytes both must carry over an interval take at least duplex_link_s of it.
+    std::vector<int> scan_pairs;  // directions whose pair has flows of (e) on both sides
+    for (int k = 0; k < int(topology.link_directions().size()); ++k) {
+      const LinkDirection& d = topology.link_directions()[std::size_t(k)];
+      if (!(d.under_duplex_bytes_per_s > 0) || d.reverse < 0) continue;
+      const LinkDirection& rev = topology.link_directions()[std::size_t(d.reverse)];
+      // Over [E(s−1), E(s)] ((b)'s volumes) and over [0, E(s)] ((d)'s totals, less E(s−1)).
+      double t = pair_lp_s(d, rev, volume_bytes[d.resource], volume_bytes[rev.resource]);
+      if (!cumulative_raw_bytes.empty())
+        t = std::max(t, pair_lp_s(d, rev, cumulative_raw_bytes[d.resource], cumulative_raw_bytes[rev.resource]) -
+                            previous_step_end_s);
+      c.link_duplex_s = std::max(c.link_duplex_s, t);
+      if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(d.resource) + "+" + solver.resource_name(rev.resource);
+      if (!items[d.resource].empty() && !items[rev.resource].empty()) scan_pairs.push_back(k);  // else (e) is as tight
+    }
+    // (e)'s sets on both directions: the flows of either released at or after τ cross inside
+    // [τ, E(s) − their least tail], and likewise the flows whose tail is at least q after their
+    // earliest release; so step_time ≥ τ + duplex_link_s(their bytes) + least tail. Only for a
+    // candidate r* that may still give the smallest bound (the terms only raise it).
+    if (std::max({c.critical_path_s, c.link_s, c.copy_lane_s}) < b.bound_step_time_s)
+      for (int k : scan_pairs) {
+        const LinkDirection& d = topology.link_directions()[std::size_t(k)];
+        const LinkDirection& rev = topology.link_directions()[std::size_t(d.reverse)];
+        // Both lists are sorted by tail, descending, by (e) above: merged in that order.
+        sides.clear();
+        std::size_t i0 = 0, i1 = 0;
+        const std::vector<Item>&v0 = items[d.resource], &v1 = items[rev.resource];
+        while (i0 < v0.size() || i1 < v1.size()) {
+          if (i1 >= v1.size() || (i0 < v0.size() && v0[i0].tail_s >= v1[i1].tail_s))
+            sides.push_back({v0[i0].release_s, v0[i0].tail_s, v0[i0].work_bytes, false}), ++i0;
+          else
+            sides.push_back({v1[i1].release_s, v1[i1].tail_s, v1[i1].work_bytes, true}), ++i1;
+        }
+        double t = 0, work[2] = {0, 0}, min_release = kInf;
+        for (const Side& it : sides) {
+          work[it.reverse] += it.work_bytes, min_release = std::min(min_release, it.release_s);
+          t = std::max(t, min_release + pair_lp_s(d, rev, work[0], work[1]) + it.tail_s);
+        }
+        std::sort(sides.begin(), sides.end(), [](const Side& x, const Side& y) { return x.release_s > y.release_s; });
+        work[0] = work[1] = 0;
+        double min_tail = kInf;
+        for (const Side& it : sides) {
+          work[it.reverse] += it.work_bytes, min_tail = std::min(min_tail, it.tail_s);
+          t = std::max(t, it.release_s + pair_lp_s(d, rev, work[0], work[1]) + min_tail);
+        }
+        c.link_duplex_s = std::max(c.link_duplex_s, t);
+        if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(d.resource) + "+" + solver.resource_name(rev.resource);
+      }
     c.bound_step_time_s = std::max({c.critical_path_s, c.link_s, c.copy_lane_s});
     if (c.bound_step_time_s < b.bound_step_time_s) b = c;
   }

@@ -44,6 +44,21 @@
 //      preemptive schedule attains it over the sets {τ_j ≥ τ} and {q_j ≥ q}, both of which are
 //      scanned). This is what sees the wrap-around: a copy that waits for a slot freed by step s's
 //      own compute cannot start at E(s−1).
+//  (f) Duplex form of (b) and (d). A direction ρ with an under-duplex capacity C_u runs at most at
+//      C_u while its reverse ρ̄ carries a flow too, and its reverse then at most at C̄_u (its own
+//      under-duplex capacity, or C̄ without one); otherwise at most at C and C̄ (the executor's rule,
+//      Topology::apply_under_duplex). Split the window [E(s−1), E(s)] into a = the time both carry
+//      flows, b = only ρ, c = only ρ̄ (disjoint, a + b + c ≤ step_time). The bytes W and W̄ that
+//      must cross them inside the window ((b)'s volumes) need C_u·a + C·b ≥ W and
+//      C̄_u·a + C̄·c ≥ W̄, so step_time ≥ min over a ≥ 0 of a + (W − C_u·a)⁺/C + (W̄ − C̄_u·a)⁺/C̄
+//      (duplex_link_s; a linear program in a, b, c). With (d)'s totals of steps 0..s over
+//      [0, E(s)], the same less E(s−1). And with (e)'s sets taken on both directions at once: the
+//      flows of ρ and ρ̄ released at or after τ cross inside [τ, E(s) − their least tail], so
+//      step_time ≥ τ + duplex_link_s(their bytes on ρ, on ρ̄) + least tail (and symmetrically for
+//      the flows whose tail is at least q). Where a collective moves bytes both ways over a link
+//      that also carries prefetch (a ring's K/V pass or an all-to-all through a shared PCIe switch
+//      uplink, FSDP's all-gather on a GPU's own link), the prefetch cannot fill C beside it, which
+//      (b) and (e) alone assume it can.
 // r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e) computed with r*'s anchor
 // (one candidate for a one-step plan). It holds whatever the policy does (property tests draw
 // random configurations and layouts and check step_time ≥ bound).
@@ -57,9 +72,10 @@ namespace chunkflow {
 struct StepBound {
   double bound_step_time_s = 0;    ///< max of the terms, for the r* that gives the smallest
   double critical_path_s = 0;      ///< (a)
-  double link_s = 0;               ///< (b), (d) or (e), the tightest resource
+  double link_s = 0;               ///< (b), (d), (e) or (f), the tightest resource (or direction pair)
   double link_volume_s = 0;        ///< (b) and (d) alone (bytes over capacity), the tightest resource
   std::string link_resource;       ///< its name ("pcie.gpu0.h2d", ...; "" when no bytes cross)
+  double link_duplex_s = 0;        ///< (f) alone, the tightest direction pair
   double copy_lane_s = 0;          ///< (c), the tightest rank
   /// Which term binds: "critical-path", "link" or "copy-lane".
   std::string binding;
@@ -71,5 +87,13 @@ struct StepBound {
 /// alone. The plan must be valid (runtime validate()). Throws std::logic_error for a plan with no
 /// compute op in its last step.
 StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s = -1);
+
+/// Term (f) above for one direction pair, in seconds: the least time in which `bytes` cross a
+/// direction of capacity C = `capacity_bytes_per_s` (C_u = `under_duplex_bytes_per_s` while its
+/// reverse carries a flow) and `reverse_bytes` cross its reverse (C̄, C̄_u likewise; a direction
+/// with no under-duplex capacity passes its capacity as both), in bytes and bytes/s: min over a ≥ 0 of
+/// a + max(0, (W − C_u·a)/C) + max(0, (W̄ − C̄_u·a)/C̄). Capacities C and C̄ must be > 0.
+double duplex_link_s(double bytes, double reverse_bytes, double capacity_bytes_per_s, double under_duplex_bytes_per_s,
+                     double reverse_capacity_bytes_per_s, double reverse_under_duplex_bytes_per_s);
 
 }  // namespace chunkflow
