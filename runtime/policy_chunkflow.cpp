@@ -102,6 +102,8 @@ struct Estimate {
 
 /// This thread's planner cache counters (chunkflow_planner_cache_stats).
 thread_local PlannerCacheStats planner_cache_stats;
+/// Set (set_chunkflow_planner_exhaustive, for tests): this thread's planners take no shortcut.
+thread_local bool planner_exhaustive = false;
 
 class Planner {
  public:
@@ -345,10 +347,36 @@ class Planner {
   }
 
   /// One closed-loop pass: the copy lane and the program of rank 0, copies decided as they go.
+  /// Re-times the copies lazily (run_pass, `lazy`) unless planner_exhaustive is set or the windows
+  /// it would time them against are out of order by a rounding (then it runs again, eagerly): the
+  /// two give the same estimate, bit for bit (tests/test_policy.cpp).
   Estimate run(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
                const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
                const std::vector<double>& pred_program_start_s, const Estimate* lane_pred = nullptr) const {
+    if (!planner_exhaustive) {
+      bool in_order = true;
+      Estimate e = run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, &in_order);
+      if (in_order) return e;
+    }
+    return run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, nullptr);
+  }
+
+  /// run(), eagerly (`in_order` null: every copy still moving when a window's real times become
+  /// known is re-timed then, as the estimate is defined) or lazily (`in_order` set): a copy's
+  /// re-timing waits until something reads its times (the program waits for its chunk, a window
+  /// asks what is in flight at its start, the lane issues behind it) or a later window re-times it
+  /// anyway, and then runs against the windows as they were when the eager pass would have run it.
+  /// Both time a copy the same, bit for bit, when the window ends grow with their index (they do
+  /// in exact arithmetic: actual ends in lane order, then predicted ones shifted by one lag): then
+  /// the first window after a time, and so every copy's end, does not depend on the search's
+  /// starting hint, and the copies' ends grow in lane order, so "the copies still moving at t" is a
+  /// suffix found by binary search. The lazy pass checks that order and sets *in_order = false (its
+  /// estimate is then not to be used) where a rounding breaks it.
+  Estimate run_pass(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
+                    const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
+                    const std::vector<double>& pred_program_start_s, const Estimate* lane_pred, bool* in_order) const {
     Estimate e;
+    const bool lazy = in_order != nullptr;
     const int G = steps_ * n_;
     const double lat = node_.h2d_latency_s;
     const double C = chunk_bytes_;
@@ -364,6 +392,7 @@ class Planner {
     w.start_s.assign(G, 0.0);
     w.end_s.assign(G, 0.0);
     w.landed_s.assign(chunks.size(), 0.0);
+    if (lazy) w.chunk_piece.assign(chunks.size(), 0);
     w.chunk_gap_s.assign(chunks.size(), 0.0);
     for (auto* v : {&w.piece_start_s, &w.piece_end_s, &w.piece_cap, &w.piece_bytes, &w.piece_ready_s}) v->clear();
     w.piece_last_reader.clear();
@@ -387,22 +416,30 @@ class Planner {
     win_end_s.clear();
     double lag_s = 0;
     const bool predicted = !pred_start_s.empty();
-    auto window = [&](std::size_t c) -> std::pair<double, double> {
-      if (c < next_coll) return {win_start_s[c], win_end_s[c]};
+    if (lazy && predicted)
+      for (std::size_t c = 0; c < pred_end_s.size(); ++c)
+        if (!(pred_start_s[c] <= pred_end_s[c]) || (c > 0 && !(pred_end_s[c - 1] <= pred_end_s[c]))) {
+          *in_order = false;
+          return e;
+        }
+    // The windows as known with the first `nc` collectives simulated and lag `lag`.
+    auto window_at = [&](std::size_t c, std::size_t nc, double lag) -> std::pair<double, double> {
+      if (c < nc) return {win_start_s[c], win_end_s[c]};
       if (!predicted) return {kInf, kInf};
-      return {pred_start_s[c] + lag_s, pred_end_s[c] + lag_s};
+      return {pred_start_s[c] + lag, pred_end_s[c] + lag};
     };
+    auto window = [&](std::size_t c) { return window_at(c, next_coll, lag_s); };
 
     // The first window that has not ended at t. Window ends grow with the window's index (actual
     // ends in program order, then the predicted ones shifted by one lag), so the answer is unique:
     // found from the previous answer by a short walk (the copy lane's times mostly grow), else by
     // binary search. O(1) per call in the common case, O(log windows) at worst.
-    auto end_of = [&](std::size_t c) {
-      if (c < next_coll) return win_end_s[c];
-      return predicted ? pred_end_s[c] + lag_s : kInf;
-    };
     std::size_t hint = 0;
-    auto first_window_after = [&](double t) -> std::size_t {
+    auto first_window_after = [&](double t, std::size_t nc, double lag) -> std::size_t {
+      auto end_of = [&](std::size_t c) {
+        if (c < nc) return win_end_s[c];
+        return predicted ? pred_end_s[c] + lag : kInf;
+      };
       const std::size_t W = collective_g_.size();
       auto search = [&](std::size_t lo, std::size_t hi) {  // first c in [lo, hi) with end_of(c) > t, else hi
         while (lo < hi) {
@@ -426,10 +463,11 @@ class Planner {
     };
     // When a copy of `bytes` started at t (after its latency) with cap `copy_cap` (0 = none) ends:
     // the copy engine's rate between windows, the shared rate inside each (actual or predicted).
-    auto copy_end_s = [&](double t, double bytes, double copy_cap) {
+    // With `nc` and `lag`: against the windows as known then (copy_end_at).
+    auto copy_end_at = [&](double t, double bytes, double copy_cap, std::size_t nc, double lag) {
       const double alone = copy_cap > 0 ? std::min(copy_alone_bytes_per_s_, copy_cap) : copy_alone_bytes_per_s_;
-      for (std::size_t c = first_window_after(t); c < collective_g_.size(); ++c) {
-        const auto [ws, we] = window(c);
+      for (std::size_t c = first_window_after(t, nc, lag); c < collective_g_.size(); ++c) {
+        const auto [ws, we] = window_at(c, nc, lag);
         if (t < ws) {
           if (bytes <= alone * (ws - t)) return t + bytes / alone;
           bytes -= alone * (ws - t);
@@ -442,6 +480,7 @@ class Planner {
       }
       return t + bytes / alone;
     };
+    auto copy_end_s = [&](double t, double bytes, double copy_cap) { return copy_end_at(t, bytes, copy_cap, next_coll, lag_s); };
 
     // The run of back-to-back windows that starts with window c: (start, end, last index).
     auto window_run = [&](std::size_t c) {
@@ -479,12 +518,46 @@ class Planner {
       }
       if (!piece_end_s.empty()) t_lane = piece_end_s.back();
     };
+    // Lazy re-timing: pieces [0, timed) hold their times; the rest wait to be re-timed, in lane
+    // order, against the windows as known with pend_nc collectives simulated and lag pend_lag (the
+    // state when the eager pass re-timed them last).
+    std::size_t timed = 0, pend_nc = 0;
+    double pend_lag = 0;
+    auto time_next = [&] {
+      const std::size_t k = timed++;
+      piece_start_s[k] = std::max(k > 0 ? piece_end_s[k - 1] : 0.0, piece_ready_s[k]);
+      piece_end_s[k] = copy_end_at(piece_start_s[k] + lat, piece_bytes[k], piece_cap[k], pend_nc, pend_lag);
+      if (piece_completes[k] >= 0) landed_s[std::size_t(piece_completes[k])] = piece_end_s[k];
+    };
+    auto time_all = [&] {
+      if (timed == piece_end_s.size()) return;
+      while (timed < piece_end_s.size()) time_next();
+      t_lane = piece_end_s.back();
+    };
+    // The first piece still moving at t (its end after t), timing waiting ones as far as needed.
+    auto first_moving = [&](double t) -> std::size_t {
+      const auto timed_end = piece_end_s.begin() + std::ptrdiff_t(timed);
+      const auto it = std::upper_bound(piece_end_s.begin(), timed_end, t);
+      if (it != timed_end) return std::size_t(it - piece_end_s.begin());
+      while (timed < piece_end_s.size()) {
+        time_next();
+        if (piece_end_s[timed - 1] > t) return timed - 1;
+      }
+      return timed;
+    };
+    // The eager retime_copies_after(t), deferred: the pieces moving at t wait for the windows now.
+    auto defer_retime_after = [&](double t) {
+      timed = first_moving(t);
+      pend_nc = next_coll;
+      pend_lag = lag_s;
+    };
 
     auto issue_copies = [&] {
       while (j < chunks.size()) {
         const std::size_t k = piece_last_reader.size();
         const int release = k >= std::size_t(slot_count) ? piece_last_reader[k - slot_count] : -1;
         if (release >= g_next) return;  // its slot frees later in the program
+        if (lazy) time_all();
         const Chunk& ch = chunks[j];
         double t0 = std::max(t_lane, release >= 0 ? end_s[release] : 0.0);
         int after = kNoPosition;
@@ -519,7 +592,7 @@ class Planner {
           return WindowMode::ignore;
         };
         for (int guard = 0; guard < 64 && mode != WindowMode::ignore; ++guard) {
-          c = first_window_after(t0);
+          c = first_window_after(t0, next_coll, lag_s);
           if (c >= collective_g_.size()) break;  // no window ahead: the whole rest, uncapped
           const auto [ws, we, last] = window_run(c);
           // Waiting for the run's end (or the op before its first collective) must not outlast the
@@ -584,7 +657,9 @@ class Planner {
         piece_ready_s.push_back(std::max(release >= 0 ? end_s[release] : 0.0, after >= 0 ? end_s[after] : 0.0));
         done_in_chunk += bytes;
         piece_completes.push_back(done_in_chunk >= ch.bytes - 0.5 ? int(j) : -1);
+        if (lazy) ++timed;
         if (done_in_chunk >= ch.bytes - 0.5) {
+          if (lazy) w.chunk_piece[j] = piece_end_s.size() - 1;
           landed_s[j] = t_lane;
           ++j;
           done_in_chunk = 0;
@@ -625,14 +700,20 @@ class Planner {
             const Chunk& ch = chunks[q];
             if (ch.step != s || ch.block != pos.block) continue;
             if (q >= j) return e;
+            if (lazy) while (timed <= w.chunk_piece[q]) time_next();
             ready = std::max(ready, landed_s[q]);
           }
         }
         // The copy in flight at its start, if any, sets how the link is shared.
         double copy_cap = 0;
-        for (std::size_t k = piece_start_s.size(); k-- > 0;) {
-          if (piece_end_s[k] <= ready) break;
-          if (piece_start_s[k] <= ready) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
+        if (lazy) {  // the lane's intervals are disjoint and in order: only the first moving one can hold `ready`
+          const std::size_t k = first_moving(ready);
+          if (k < piece_start_s.size() && piece_start_s[k] <= ready) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
+        } else {
+          for (std::size_t k = piece_start_s.size(); k-- > 0;) {
+            if (piece_end_s[k] <= ready) break;
+            if (piece_start_s[k] <= ready) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
+          }
         }
         start_s[g] = ready;
         const Shares& sh = shares[next_coll];
@@ -647,13 +728,21 @@ class Planner {
         const double old_lag = lag_s;
         if (predicted) lag_s = end_s[g] - pred_end_s[next_coll];
         ++next_coll;
+        if (lazy && predicted && next_coll < pred_end_s.size() && !(end_s[g] <= pred_end_s[next_coll] + lag_s)) {
+          *in_order = false;  // a rounding put the next predicted end before this actual one
+          return e;
+        }
         comm_end = end_s[g];
         if (st.gates_compute <= 1)
           gate_s = std::max(gate_s, end_s[g]);
         else
           deferred.push_back({end_s[g], st.gates_compute - 1});
-        if (!(was_start == start_s[g] && was_end == end_s[g] && lag_s == old_lag))
-          retime_copies_after(ready);  // this window's real times are known now
+        if (!(was_start == start_s[g] && was_end == end_s[g] && lag_s == old_lag)) {
+          if (lazy)
+            defer_retime_after(ready);
+          else
+            retime_copies_after(ready);  // this window's real times are known now
+        }
       } else {
         double ready = std::max(compute_end, gate_s);
         gate_s = 0;
@@ -674,6 +763,7 @@ class Planner {
           const Chunk& ch = chunks[q];
           if (!(ch.offset_bytes < pos.hi_bytes && ch.offset_bytes + ch.bytes > pos.lo_bytes)) continue;
           if (q >= j) return e;  // needed before it could be issued: the slots are too few
+          if (lazy) while (timed <= w.chunk_piece[q]) time_next();
           ready = std::max(ready, landed_s[q]);
         }
         start_s[g] = ready;
@@ -683,6 +773,7 @@ class Planner {
       }
       ++g_next;
     }
+    if (lazy) time_all();
     e.feasible = j == chunks.size();
     // Step time of the last step: end of its last compute op − end of the previous step's.
     auto last_compute_end = [&](int step) {
@@ -908,6 +999,7 @@ class Planner {
   struct Scratch {
     std::vector<double> start_s, end_s, landed_s, win_start_s, win_end_s, chunk_gap_s;
     std::vector<int> piece_last_reader, piece_completes;
+    std::vector<std::size_t> chunk_piece;  ///< lazy run: per chunk, the piece that completes it
     std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
   };
   mutable Scratch scratch_;
@@ -961,5 +1053,10 @@ std::unique_ptr<OffloadPolicy> make_chunkflow_policy() { return std::make_unique
 void clear_chunkflow_planner_cache() { planner_cache.clear(); }
 
 PlannerCacheStats chunkflow_planner_cache_stats() { return planner_cache_stats; }
+
+/// Test hook (declared in tests/test_policy.cpp, not a public interface): with `on`, this thread's
+/// chunkflow planners re-time every copy eagerly and search every candidate in full, as the
+/// estimate is defined; the default takes the shortcuts, which must give the same plans.
+void set_chunkflow_planner_exhaustive(bool on) { planner_exhaustive = on; }
 
 }  // namespace chunkflow

@@ -14,6 +14,7 @@
 #include "model/analytical.hpp"
 #include "model/error.hpp"
 #include "runtime/plan_builder.hpp"
+#include "sim/grid.hpp"
 #include "sim/tune.hpp"
 #include "sim_fixtures.hpp"
 
@@ -154,6 +155,23 @@ TEST_CASE("auto residency: the smallest fraction tried whose estimate reaches th
   }
 }
 
+namespace {
+/// True when two plans have the same ops, field for field (kinds, places, bytes, caps, deps, names).
+bool same_ops(const StepPlan& a, const StepPlan& b) {
+  if (a.ops.size() != b.ops.size()) return false;
+  for (std::size_t k = 0; k < a.ops.size(); ++k) {
+    const PlanOp &x = a.ops[k], &y = b.ops[k];
+    if (!(x.kind == y.kind && x.rank == y.rank && x.step == y.step && x.block == y.block && x.stage == y.stage &&
+          x.chunk == y.chunk && x.slot == y.slot && x.bytes == y.bytes && x.src_offset_bytes == y.src_offset_bytes &&
+          x.alloc_bytes == y.alloc_bytes && x.free_bytes == y.free_bytes &&
+          x.rate_cap_bytes_per_s == y.rate_cap_bytes_per_s && x.deps == y.deps && x.data_deps == y.data_deps &&
+          x.name == y.name))
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
 TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh planner's, op for op", "[policy]") {
   // The planner keeps the four most recent (workload, node, steps, chunk) inputs with the estimates
   // they computed; a configuration that differs only in fraction, budget or lookahead reuses them.
@@ -216,20 +234,67 @@ TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh 
     CHECK(a.info.share_cap_bytes_per_s == b.info.share_cap_bytes_per_s);
     CHECK(a.info.lookahead == b.info.lookahead);
     CHECK(a.info.memory_budget_bytes == b.info.memory_budget_bytes);
-    REQUIRE(a.ops.size() == b.ops.size());
-    bool same = true;
-    for (std::size_t k = 0; k < a.ops.size(); ++k) {
-      const PlanOp &x = a.ops[k], &y = b.ops[k];
-      same = same && x.kind == y.kind && x.rank == y.rank && x.step == y.step && x.block == y.block &&
-             x.stage == y.stage && x.chunk == y.chunk && x.slot == y.slot && x.bytes == y.bytes &&
-             x.src_offset_bytes == y.src_offset_bytes && x.alloc_bytes == y.alloc_bytes &&
-             x.free_bytes == y.free_bytes && x.rate_cap_bytes_per_s == y.rate_cap_bytes_per_s &&
-             x.deps == y.deps && x.data_deps == y.data_deps && x.name == y.name;
-    }
-    CHECK(same);
+    CHECK(same_ops(a, b));
     ++compared;
   }
   CHECK(compared >= 30);
+}
+
+namespace chunkflow {
+// Defined in runtime/policy_chunkflow.cpp (a test hook, not a public interface): with `on`, this
+// thread's chunkflow planners take no shortcut (every copy re-timed eagerly, every candidate run
+// in full), as the estimate is defined.
+void set_chunkflow_planner_exhaustive(bool on);
+}  // namespace chunkflow
+
+TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive planner's, op for op "
+          "(random configurations of the large grid)", "[policy][fast]") {
+  // The shortcuts (lazy re-timing of the copy lane; candidates cut short once they provably lose)
+  // must not change a decision: the plan, its estimate and its window counts are bit-identical.
+  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
+  const GridCounts counts = count_grid(g);
+  std::mt19937 rng(20261125);
+  std::uniform_int_distribution<int64_t> pick(0, counts.configurations - 1);
+  std::vector<int64_t> wanted;
+  for (int i = 0; i < 90; ++i) wanted.push_back(pick(rng));
+  std::sort(wanted.begin(), wanted.end());
+  GridCursor cursor(g);
+  std::size_t w = 0;
+  int compared = 0;
+  while (const auto c = cursor.next()) {
+    if (w >= wanted.size()) break;
+    if (c->index != wanted[w]) continue;
+    while (w < wanted.size() && wanted[w] == c->index) ++w;
+    const GridWorkload& gw = g.workloads[c->workload];
+    const PolicyConfig& p = g.policies[c->policy];
+    if (p.policy != "chunkflow") continue;
+    INFO("configuration " << c->index << ": " << gw.scenario.name);
+    std::optional<StepPlan> plans[2];  // [0]: with the shortcuts, [1]: exhaustive
+    for (int exhaustive = 0; exhaustive < 2; ++exhaustive) {
+      clear_chunkflow_planner_cache();
+      set_chunkflow_planner_exhaustive(exhaustive == 1);
+      try {
+        plans[exhaustive] = build_plan(gw.scenario.workload, gw.scenario.node, p);
+      } catch (const InputError&) {
+      }
+    }
+    set_chunkflow_planner_exhaustive(false);
+    REQUIRE(plans[0].has_value() == plans[1].has_value());
+    if (!plans[0]) continue;  // the budget holds no plan, either way
+    const StepPlan &a = *plans[0], &b = *plans[1];
+    CHECK(a.info.estimated_step_time_s == b.info.estimated_step_time_s);
+    CHECK(a.info.resident_fraction == b.info.resident_fraction);
+    CHECK(a.info.residency == b.info.residency);
+    CHECK(a.info.slot_count == b.info.slot_count);
+    CHECK(a.info.share_cap_bytes_per_s == b.info.share_cap_bytes_per_s);
+    CHECK(a.info.windows_yield == b.info.windows_yield);
+    CHECK(a.info.windows_share == b.info.windows_share);
+    CHECK(a.info.windows_ignore == b.info.windows_ignore);
+    CHECK(same_ops(a, b));
+    ++compared;
+  }
+  clear_chunkflow_planner_cache();
+  CHECK(compared >= 40);
 }
 
 TEST_CASE("at equal memory, chunkflow's best plan is no slower than every baseline's", "[policy]") {
