@@ -529,10 +529,9 @@ class Planner {
       piece_end_s[k] = copy_end_at(piece_start_s[k] + lat, piece_bytes[k], piece_cap[k], pend_nc, pend_lag);
       if (piece_completes[k] >= 0) landed_s[std::size_t(piece_completes[k])] = piece_end_s[k];
     };
-    auto time_all = [&] {
-      if (timed == piece_end_s.size()) return;
+    auto time_all = [&] {  // and t_lane, the lane's end (as the eager pass keeps it)
       while (timed < piece_end_s.size()) time_next();
-      t_lane = piece_end_s.back();
+      if (!piece_end_s.empty()) t_lane = piece_end_s.back();
     };
     // The first piece still moving at t (its end after t), timing waiting ones as far as needed.
     auto first_moving = [&](double t) -> std::size_t {
