@@ -24,7 +24,8 @@
 //     cap when that delay is affordable; else ignores the window (its reader would stall). Its
 //     prediction (reader starts, the lane's slack and gaps) is the best single-treatment estimate's.
 //     The window edges come from the previous pass of the estimate (two passes; the first from the
-//     stall-free program); copies still moving when a window's real times become known are re-timed.
+//     stall-free program); copies still moving when a window's real times become known are re-timed
+//     (lazily, when their times are next read, with the same result: Planner::run).
 //  4. R = auto: the smallest fraction tried (a 0.1 grid, and with a budget the fractions that leave
 //     ½, 1, 2 or 3 blocks' worth of buffers) whose estimated step time is within 2 % of the critical
 //     path (the program with no copies: compute and uncontended collectives, overlapped where the
@@ -1054,8 +1055,8 @@ void clear_chunkflow_planner_cache() { planner_cache.clear(); }
 PlannerCacheStats chunkflow_planner_cache_stats() { return planner_cache_stats; }
 
 /// Test hook (declared in tests/test_policy.cpp, not a public interface): with `on`, this thread's
-/// chunkflow planners re-time every copy eagerly and search every candidate in full, as the
-/// estimate is defined; the default takes the shortcuts, which must give the same plans.
+/// chunkflow planners re-time every copy eagerly, as the estimate is defined (Planner::run); the
+/// default re-times lazily, which must give the same plans.
 void set_chunkflow_planner_exhaustive(bool on) { planner_exhaustive = on; }
 
 }  // namespace chunkflow

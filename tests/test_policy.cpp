@@ -243,15 +243,15 @@ TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh 
 
 namespace chunkflow {
 // Defined in runtime/policy_chunkflow.cpp (a test hook, not a public interface): with `on`, this
-// thread's chunkflow planners take no shortcut (every copy re-timed eagerly, every candidate run
-// in full), as the estimate is defined.
+// thread's chunkflow planners take no shortcut (every copy re-timed eagerly), as the estimate is
+// defined.
 void set_chunkflow_planner_exhaustive(bool on);
 }  // namespace chunkflow
 
 TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive planner's, op for op "
           "(random configurations of the large grid, shipped scenarios at budgets)", "[policy][fast]") {
-  // The shortcuts (lazy re-timing of the copy lane; candidates cut short once they provably lose)
-  // must not change a decision: the plan, its estimate and its window counts are bit-identical.
+  // The shortcut (lazy re-timing of the copy lane, Planner::run) must not change a decision: the
+  // plan, its estimate and its window counts are bit-identical to the eager planner's.
   int compared = 0;
   auto compare = [&compared](const Workload& w, const NodeSpec& n, const PolicyConfig& p) {
     std::optional<StepPlan> plans[2];  // [0]: with the shortcuts, [1]: exhaustive
