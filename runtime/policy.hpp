@@ -77,6 +77,13 @@ struct PlannerCacheStats {
 };
 PlannerCacheStats chunkflow_planner_cache_stats();
 
+/// With `on`, this thread's chunkflow planners take no shortcut: every copy still moving when a
+/// window's real times become known is re-timed at once, as the estimate is defined
+/// (runtime/policy_chunkflow.cpp Planner::run); the default re-times lazily, when something reads a
+/// copy's times, which must give the same plans op for op (tests/test_policy.cpp checks it). For
+/// tests; off by default.
+void set_chunkflow_planner_exhaustive(bool on);
+
 // ---- Helpers the policies share -------------------------------------------------------------
 
 /// Which of n blocks stay resident: round(fraction·n), spread evenly (SGLang's `strided`

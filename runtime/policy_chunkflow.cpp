@@ -1054,9 +1054,6 @@ void clear_chunkflow_planner_cache() { planner_cache.clear(); }
 
 PlannerCacheStats chunkflow_planner_cache_stats() { return planner_cache_stats; }
 
-/// Test hook (declared in tests/test_policy.cpp, not a public interface): with `on`, this thread's
-/// chunkflow planners re-time every copy eagerly, as the estimate is defined (Planner::run); the
-/// default re-times lazily, which must give the same plans.
 void set_chunkflow_planner_exhaustive(bool on) { planner_exhaustive = on; }
 
 }  // namespace chunkflow

@@ -241,13 +241,6 @@ TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh 
   CHECK(compared >= 30);
 }
 
-namespace chunkflow {
-// Defined in runtime/policy_chunkflow.cpp (a test hook, not a public interface): with `on`, this
-// thread's chunkflow planners take no shortcut (every copy re-timed eagerly), as the estimate is
-// defined.
-void set_chunkflow_planner_exhaustive(bool on);
-}  // namespace chunkflow
-
 TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive planner's, op for op "
           "(random configurations of the large grid, shipped scenarios at budgets)", "[policy][fast]") {
   // The shortcut (lazy re-timing of the copy lane, Planner::run) must not change a decision: the
