@@ -2,6 +2,7 @@
 #include "sim/bound.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -15,7 +16,11 @@ namespace chunkflow {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/// Set (set_step_bound_exhaustive, for tests): this thread's step_bound takes no shortcut.
+thread_local bool bound_exhaustive = false;
 }  // namespace
+
+void set_step_bound_exhaustive(bool on) { bound_exhaustive = on; }
 
 double duplex_link_s(double bytes, double reverse_bytes, double capacity_bytes_per_s, double under_duplex_bytes_per_s,
                      double reverse_capacity_bytes_per_s, double reverse_under_duplex_bytes_per_s) {
@@ -241,6 +246,18 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     for (double l : lane_s) copy_lane_s = std::max(copy_lane_s, l - previous_step_end_s);
   }
 
+  // The H2D ops of step s in the order their items are built (rank, then issue order), with their
+  // route and minimum duration, which do not depend on the anchor.
+  struct H2dOp {
+    std::size_t id;
+    const Topology::Route* route;
+    double bytes, min_s;
+  };
+  std::vector<H2dOp> h2d_ops;
+  for (int q = 0; q < ranks; ++q)
+    for (const PlanOp* op : ops[q])
+      if (op->kind == OpKind::h2d) h2d_ops.push_back({std::size_t(op->id), h2d_flow(*op, node, topology).route, op->bytes, min_duration_s(*op)});
+
   // r* (the rank whose step s−1 ends last, at E(s−1)) is unknown: the bound is the smallest over
   // the ranks of what each would imply. Without a step s−1 (one step) every rank starts at 0.
   struct Item {
@@ -254,9 +271,43 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   const int candidates = s > 0 ? ranks : 1;
   StepBound b;
   b.bound_step_time_s = kInf;
+  const int resources = int(solver.resource_count());
   std::vector<double> dist(static_cast<std::size_t>(op_count));
-  std::vector<std::vector<Item>> items(solver.resource_count());
-  std::vector<double> volume_bytes(solver.resource_count());
+  std::vector<std::vector<Item>> items(static_cast<std::size_t>(resources));
+  std::vector<double> volume_bytes(static_cast<std::size_t>(resources)), volume_s(static_cast<std::size_t>(resources));
+  // Per resource, for the shortcut below: the largest release and tail of its items and Σ |work|.
+  std::vector<double> max_release_s(static_cast<std::size_t>(resources)), max_tail_s(static_cast<std::size_t>(resources)),
+      abs_work_bytes(static_cast<std::size_t>(resources));
+  std::vector<double> link_t(static_cast<std::size_t>(resources));  // (b)/(d)/(e) of a resource, where evaluated
+  // 0: items as built; 1: (e) evaluated (sorted by release, then by tail); 2: sorted so without (e)'s scans.
+  std::vector<char> state(static_cast<std::size_t>(resources));
+  std::vector<std::pair<double, int>> by_upper;  // (upper bound of link_t, resource), largest first
+  // (e)'s two sorts, in the order (f) relies on (its lists end sorted by tail, descending); with
+  // `scan`, also (e)'s scans, returning the term. The same sorts on the same input give the same
+  // order, so a list sorted without the scans is the one (e) would have left.
+  auto sort_items_s = [&](int res, bool scan) {
+    const double capacity = solver.capacity(res);
+    double release_s = 0;
+    std::vector<Item>& v = items[std::size_t(res)];
+    if (v.empty()) return release_s;
+    std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.release_s > y.release_s; });
+    double work = 0, min_tail = kInf;
+    if (scan)
+      for (const Item& it : v) {
+        work += it.work_bytes, min_tail = std::min(min_tail, it.tail_s);
+        release_s = std::max(release_s, it.release_s + work / capacity + min_tail);
+      }
+    std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.tail_s > y.tail_s; });
+    work = 0;
+    double min_release = kInf;
+    if (scan)
+      for (const Item& it : v) {
+        work += it.work_bytes, min_release = std::min(min_release, it.release_s);
+        release_s = std::max(release_s, min_release + work / capacity + it.tail_s);
+      }
+    return release_s;
+  };
+  const bool shortcuts = !bound_exhaustive;
   for (int r = 0; r < candidates; ++r) {
     // (a) dist[i]: a lower bound on op i's end after E(s−1), −∞ when i need not wait for the anchor
     // (rank r's last compute op of step s−1; for one step the run's start). Dependencies include
@@ -284,17 +335,23 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     // collective of step s that waits for the anchor and precedes a compute op of step s.
     for (auto& v : items) v.clear();
     std::fill(volume_bytes.begin(), volume_bytes.end(), 0.0);
+    std::fill(max_release_s.begin(), max_release_s.end(), -kInf);
+    std::fill(max_tail_s.begin(), max_tail_s.end(), -kInf);
+    std::fill(abs_work_bytes.begin(), abs_work_bytes.end(), 0.0);
+    std::fill(state.begin(), state.end(), 0);
+    auto add_item = [&](int res, const Item& it) {
+      items[std::size_t(res)].push_back(it);
+      max_release_s[std::size_t(res)] = std::max(max_release_s[std::size_t(res)], it.release_s);
+      max_tail_s[std::size_t(res)] = std::max(max_tail_s[std::size_t(res)], it.tail_s);
+      abs_work_bytes[std::size_t(res)] += std::abs(it.work_bytes);
+    };
     for (int q = 0; q < ranks; ++q)
       if (h2d_route[q])
         for (auto [res, coeff] : *h2d_route[q]) volume_bytes[res] += coeff * h2d_after_carry[q];
-    for (int q = 0; q < ranks; ++q)
-      for (const PlanOp* op : ops[q]) {
-        const std::size_t i = std::size_t(op->id);
-        if (op->kind != OpKind::h2d || dist[i] == -kInf || tail[i] == -kInf) continue;
-        const FlowSpec f = h2d_flow(*op, node, topology);
-        for (auto [res, coeff] : *f.route)
-          items[res].push_back({dist[i] - min_duration_s(*op), tail[i], coeff * op->bytes});
-      }
+    for (const H2dOp& h : h2d_ops) {
+      if (dist[h.id] == -kInf || tail[h.id] == -kInf) continue;
+      for (auto [res, coeff] : *h.route) add_item(res, {dist[h.id] - h.min_s, tail[h.id], coeff * h.bytes});
+    }
     for (const auto& [g, members] : group_members) {
       double release = -kInf, tail_s = -kInf;
       for (int m : members) {
@@ -305,37 +362,61 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       if (release == -kInf || tail_s == -kInf) continue;
       for (const FlowSpec& f : group_flows[g])
         for (auto [res, coeff] : *f.route) {
-          items[res].push_back({release, tail_s, coeff * f.bytes});
+          add_item(res, {release, tail_s, coeff * f.bytes});
           volume_bytes[res] += coeff * f.bytes;
         }
     }
-    for (int res = 0; res < int(solver.resource_count()); ++res) {
-      const double capacity = solver.capacity(res);
-      const double volume_s = std::max(volume_bytes[res], cumulative_bytes[res]) / capacity;
-      c.link_volume_s = std::max(c.link_volume_s, volume_s);
-      // (e) A link direction is one machine that flows share: the flows released at or after τ
-      // (their earliest start after E(s−1), from (a)) all cross after τ, and each is followed by
-      // at least its tail before E(s). So step_time ≥ τ + Σ work / C + min tail over that set, and
-      // symmetrically for the flows whose tail is at least q (Jackson's preemptive one-machine
-      // bound with release and delivery times).
-      double release_s = 0;
-      std::vector<Item>& v = items[res];
-      if (!v.empty()) {
-        std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.release_s > y.release_s; });
-        double work = 0, min_tail = kInf;
-        for (const Item& it : v) {
-          work += it.work_bytes, min_tail = std::min(min_tail, it.tail_s);
-          release_s = std::max(release_s, it.release_s + work / capacity + min_tail);
-        }
-        std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.tail_s > y.tail_s; });
-        work = 0;
-        double min_release = kInf;
-        for (const Item& it : v) {
-          work += it.work_bytes, min_release = std::min(min_release, it.release_s);
-          release_s = std::max(release_s, min_release + work / capacity + it.tail_s);
-        }
+    // The candidate's bound is at least `lower` (every resource's term is at least its volume).
+    double lower = std::max(c.critical_path_s, c.copy_lane_s), largest_link_s = 0;
+    for (int res = 0; res < resources; ++res) {
+      volume_s[std::size_t(res)] = std::max(volume_bytes[res], cumulative_bytes[res]) / solver.capacity(res);
+      c.link_volume_s = std::max(c.link_volume_s, volume_s[std::size_t(res)]);
+      largest_link_s = std::max(largest_link_s, volume_s[std::size_t(res)]);
+    }
+    lower = std::max(lower, largest_link_s);
+    // Shortcut: a candidate whose bound cannot fall below the best so far is not kept (the strict
+    // `<` below), so it needs no more work.
+    if (shortcuts && lower >= b.bound_step_time_s) continue;
+    // (e) A link direction is one machine that flows share: the flows released at or after τ
+    // (their earliest start after E(s−1), from (a)) all cross after τ, and each is followed by
+    // at least its tail before E(s). So step_time ≥ τ + Σ work / C + min tail over that set, and
+    // symmetrically for the flows whose tail is at least q (Jackson's preemptive one-machine
+    // bound with release and delivery times). The resource's term is max(volume, that).
+    // Shortcut: every set's value is at most max release + Σ |work| / C + max tail, so a resource
+    // whose upper bound (with a 1e-9 relative margin for the rounding of the sums) is below the
+    // largest term already evaluated can neither be the largest nor tie with it: link_s and
+    // link_resource (the first resource, in resource order, with the largest term) are the same
+    // without it. Resources are evaluated largest upper bound first.
+    by_upper.clear();
+    for (int res = 0; res < resources; ++res) {
+      const std::size_t k = std::size_t(res);
+      if (items[k].empty()) continue;
+      const double work_s = abs_work_bytes[k] / solver.capacity(res);
+      const double upper = max_release_s[k] + work_s + max_tail_s[k];
+      const double margin = 1e-9 * (std::abs(max_release_s[k]) + work_s + std::abs(max_tail_s[k]));
+      const double bound = std::max(volume_s[k], upper + margin);
+      by_upper.push_back({std::isnan(bound) ? kInf : bound, res});
+    }
+    if (shortcuts)
+      std::sort(by_upper.begin(), by_upper.end(),
+                [](const auto& x, const auto& y) { return x.first > y.first || (x.first == y.first && x.second < y.second); });
+    bool lost = false;
+    for (const auto& [upper, res] : by_upper) {
+      if (shortcuts && !(upper >= largest_link_s)) break;  // every resource left is below the largest
+      if (shortcuts && std::max(lower, largest_link_s) >= b.bound_step_time_s) {
+        lost = true;  // the candidate's bound is at least the best so far: not kept
+        break;
       }
-      const double t = std::max(volume_s, release_s);
+      const double t = std::max(volume_s[std::size_t(res)], sort_items_s(res, true));
+      link_t[std::size_t(res)] = t;
+      state[std::size_t(res)] = 1;
+      largest_link_s = std::max(largest_link_s, t);
+    }
+    if (lost) continue;
+    for (int res = 0; res < resources; ++res) {
+      const std::size_t k = std::size_t(res);
+      // Not evaluated: no items (its term is its volume) or below the largest (cannot be picked).
+      const double t = state[k] == 1 ? link_t[k] : items[k].empty() ? std::max(volume_s[k], 0.0) : -kInf;
       if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(res);
     }
     // (f) Duplex form of (b), (d) and (e): a duplex-switched direction ρ runs at its under-duplex
@@ -363,7 +444,10 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       for (int k : scan_pairs) {
         const LinkDirection& d = topology.link_directions()[std::size_t(k)];
         const LinkDirection& rev = topology.link_directions()[std::size_t(d.reverse)];
-        // Both lists are sorted by tail, descending, by (e) above: merged in that order.
+        // Both lists are sorted by tail, descending, by (e)'s sorts (run here where (e) skipped
+        // the resource): merged in that order.
+        for (int res : {d.resource, rev.resource})
+          if (state[std::size_t(res)] == 0) sort_items_s(res, false), state[std::size_t(res)] = 2;
         sides.clear();
         std::size_t i0 = 0, i1 = 0;
         const std::vector<Item>&v0 = items[d.resource], &v1 = items[rev.resource];

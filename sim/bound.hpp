@@ -88,6 +88,14 @@ struct StepBound {
 /// compute op in its last step.
 StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s = -1);
 
+/// With `on`, this thread's step_bound takes no shortcut: it evaluates (e) on every resource for
+/// every candidate r*, in resource order, as the derivation above defines it. The default skips a
+/// candidate whose bound cannot fall below the best so far, and a resource whose (e) term is
+/// provably below the largest term already evaluated (max release + Σ |work| / C + max tail, with a
+/// 1e-9 relative margin for rounding), which must give the same StepBound field for field
+/// (tests/test_bound.cpp checks it). For tests; off by default.
+void set_step_bound_exhaustive(bool on);
+
 /// Term (f) above for one direction pair, in seconds: the least time in which `bytes` cross a
 /// direction of capacity C = `capacity_bytes_per_s` (C_u = `under_duplex_bytes_per_s` while its
 /// reverse carries a flow) and `reverse_bytes` cross its reverse (C̄, C̄_u likewise; a direction

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
+#include <sstream>
 
 #include "model/analytical.hpp"
 #include "model/error.hpp"
@@ -24,38 +25,83 @@ struct Shape {
   int64_t h, w, frames;
 };
 
+/// One random configuration of a property test, and its description for INFO.
+struct RandomConfig {
+  Workload workload;
+  NodeSpec node;
+  PolicyConfig policy;
+  std::string text;
+};
+
+/// The 500-configuration test's draw: five shapes, 2xh100-pcie or 1xh100-sxm, Ulysses 1-2, any
+/// policy, chunk, resident fraction, lookahead, 2-3 steps, a third of them under a budget between
+/// the activations and no-offload's peak.
+RandomConfig draw_config(std::mt19937& rng) {
+  static const std::vector<Shape> shapes = {{"flux.1-dev", 512, 512, 1},       {"flux.1-dev", 1024, 1024, 1},
+                                            {"wan2.1-t2v-1.3b", 256, 256, 5},   {"wan2.1-t2v-14b", 256, 448, 5},
+                                            {"hunyuanvideo", 256, 256, 5}};
+  static const std::vector<std::string> nodes = {"2xh100-pcie", "1xh100-sxm"};
+  static const std::vector<double> chunks = {2, 8, 32, 128, 512};
+  const auto policies = policy_names();
+  const Shape& sh = shapes[rng() % shapes.size()];
+  const NodeSpec n = node(nodes[rng() % nodes.size()]);
+  const int P = 1 + int(rng() % 2);
+  PolicyConfig p = policy(policies[rng() % policies.size()]);
+  p.chunk_bytes = chunks[rng() % chunks.size()] * kMiB;
+  if (rng() % 4 != 0) p.resident_fraction = double(rng() % 11) / 10.0;
+  p.lookahead = 1 + int(rng() % 3);
+  p.steps = 2 + int(rng() % 2);
+  const Workload w = workload(sh.model, sh.h, sh.w, sh.frames, P);
+  if (rng() % 3 == 0) {  // a budget between the activations and no-offload's peak
+    const ForwardCost cost = forward_cost(w);
+    const double lo = cost.activation_bytes + cost.non_block_weight_bytes, hi = lo + cost.weight_bytes;
+    p.memory_budget_bytes = lo + std::uniform_real_distribution<double>(0.2, 1.0)(rng) * (hi - lo);
+  }
+  std::ostringstream text;
+  text << sh.model << " " << sh.h << "x" << sh.w << "x" << sh.frames << " P=" << P << " on " << n.id << ", " << p.policy
+       << " chunk " << p.chunk_bytes / kMiB << " MiB, R "
+       << (p.resident_fraction ? std::to_string(*p.resident_fraction) : "auto") << ", L " << p.lookahead << ", steps "
+       << p.steps << ", budget " << p.memory_budget_bytes.value_or(0) / kGiB << " GiB";
+  return {w, n, p, text.str()};
+}
+
+/// The parallel-layout test's draw: three shapes on 8xh100-pcie, 8xh100-sxm or 4xrtx4090, Ulysses,
+/// ring and TP 1-2, FSDP in a third, parallel CFG in a third, any policy, chunk, fraction, lookahead.
+RandomConfig draw_layout_config(std::mt19937& rng) {
+  static const std::vector<Shape> shapes = {{"flux.1-dev", 512, 512, 1}, {"wan2.1-t2v-1.3b", 256, 256, 5},
+                                            {"wan2.1-t2v-14b", 256, 448, 5}};
+  static const std::vector<std::string> nodes = {"8xh100-pcie", "8xh100-sxm", "4xrtx4090"};
+  const auto policies = policy_names();
+  const Shape& sh = shapes[rng() % shapes.size()];
+  const NodeSpec n = node(nodes[rng() % nodes.size()]);
+  Workload w = workload(sh.model, sh.h, sh.w, sh.frames, 1 + int(rng() % 2));
+  w.ring_degree = 1 + int(rng() % 2);
+  w.tp_degree = 1 + int(rng() % 2);
+  w.fsdp = rng() % 3 == 0;
+  if (rng() % 3 == 0) w.cfg = CfgMode::parallel;
+  PolicyConfig p = policy(policies[rng() % policies.size()]);
+  p.chunk_bytes = double(8 << (rng() % 5)) * kMiB;
+  if (rng() % 4 != 0) p.resident_fraction = double(rng() % 11) / 10.0;
+  p.lookahead = 1 + int(rng() % 2);
+  std::ostringstream text;
+  text << sh.model << " " << layout_text(w) << " on " << n.id << ", " << p.policy << " chunk " << p.chunk_bytes / kMiB
+       << " MiB, R " << (p.resident_fraction ? std::to_string(*p.resident_fraction) : "auto") << ", L " << p.lookahead;
+  return {w, n, p, text.str()};
+}
+
 }  // namespace
 
 TEST_CASE("no simulated step time is below its bound on 500 random configurations", "[bound]") {
   std::mt19937 rng(20261123);
-  const std::vector<Shape> shapes = {{"flux.1-dev", 512, 512, 1},       {"flux.1-dev", 1024, 1024, 1},
-                                     {"wan2.1-t2v-1.3b", 256, 256, 5},   {"wan2.1-t2v-14b", 256, 448, 5},
-                                     {"hunyuanvideo", 256, 256, 5}};
-  const std::vector<std::string> nodes = {"2xh100-pcie", "1xh100-sxm"};
-  const auto policies = policy_names();
-  const std::vector<double> chunks = {2, 8, 32, 128, 512};
   // 500 in the normal run; fewer under the sanitizers (tests/property_sample.hpp).
   const int wanted = property_configs(500);
   int simulated = 0, skipped = 0;
   for (int i = 0; simulated < wanted && i < 1000; ++i) {
-    const Shape& sh = shapes[rng() % shapes.size()];
-    const NodeSpec n = node(nodes[rng() % nodes.size()]);
-    const int P = 1 + int(rng() % 2);
-    PolicyConfig p = policy(policies[rng() % policies.size()]);
-    p.chunk_bytes = chunks[rng() % chunks.size()] * kMiB;
-    if (rng() % 4 != 0) p.resident_fraction = double(rng() % 11) / 10.0;
-    p.lookahead = 1 + int(rng() % 3);
-    p.steps = 2 + int(rng() % 2);
-    const Workload w = workload(sh.model, sh.h, sh.w, sh.frames, P);
-    if (rng() % 3 == 0) {  // a budget between the activations and no-offload's peak
-      const ForwardCost cost = forward_cost(w);
-      const double lo = cost.activation_bytes + cost.non_block_weight_bytes, hi = lo + cost.weight_bytes;
-      p.memory_budget_bytes = lo + std::uniform_real_distribution<double>(0.2, 1.0)(rng) * (hi - lo);
-    }
-    INFO("config " << i << ": " << sh.model << " " << sh.h << "x" << sh.w << "x" << sh.frames << " P=" << P << " on "
-                   << n.id << ", " << p.policy << " chunk " << p.chunk_bytes / kMiB << " MiB, R "
-                   << (p.resident_fraction ? std::to_string(*p.resident_fraction) : "auto") << ", L " << p.lookahead
-                   << ", steps " << p.steps << ", budget " << p.memory_budget_bytes.value_or(0) / kGiB << " GiB");
+    const RandomConfig rc = draw_config(rng);
+    const Workload& w = rc.workload;
+    const NodeSpec& n = rc.node;
+    const PolicyConfig& p = rc.policy;
+    INFO("config " << i << ": " << rc.text);
     StepPlan plan;
     try {
       plan = build_plan(w, n, p);
@@ -134,26 +180,13 @@ TEST_CASE("no simulated step time is below its bound on 150 random parallel layo
   // compute: a bound that sums every collective into the critical path is not one (seen: layerwise
   // at 556.3 ms under a 571.7 ms "bound", Wan-14B 33f, Ulysses 2 × ring 2 on 8xh100-pcie).
   std::mt19937 rng(20261124);
-  const std::vector<Shape> shapes = {{"flux.1-dev", 512, 512, 1}, {"wan2.1-t2v-1.3b", 256, 256, 5},
-                                     {"wan2.1-t2v-14b", 256, 448, 5}};
-  const std::vector<std::string> nodes = {"8xh100-pcie", "8xh100-sxm", "4xrtx4090"};
-  const auto policies = policy_names();
   int simulated = 0;
   for (int i = 0; simulated < 150 && i < 2000; ++i) {
-    const Shape& sh = shapes[rng() % shapes.size()];
-    const NodeSpec n = node(nodes[rng() % nodes.size()]);
-    Workload w = workload(sh.model, sh.h, sh.w, sh.frames, 1 + int(rng() % 2));
-    w.ring_degree = 1 + int(rng() % 2);
-    w.tp_degree = 1 + int(rng() % 2);
-    w.fsdp = rng() % 3 == 0;
-    if (rng() % 3 == 0) w.cfg = CfgMode::parallel;
-    PolicyConfig p = policy(policies[rng() % policies.size()]);
-    p.chunk_bytes = double(8 << (rng() % 5)) * kMiB;
-    if (rng() % 4 != 0) p.resident_fraction = double(rng() % 11) / 10.0;
-    p.lookahead = 1 + int(rng() % 2);
-    INFO("config " << i << ": " << sh.model << " " << layout_text(w) << " on " << n.id << ", " << p.policy << " chunk "
-                   << p.chunk_bytes / kMiB << " MiB, R "
-                   << (p.resident_fraction ? std::to_string(*p.resident_fraction) : "auto") << ", L " << p.lookahead);
+    const RandomConfig rc = draw_layout_config(rng);
+    const Workload& w = rc.workload;
+    const NodeSpec& n = rc.node;
+    const PolicyConfig& p = rc.policy;
+    INFO("config " << i << ": " << rc.text);
     StepPlan plan;
     try {
       plan = build_plan(w, n, p);
@@ -216,4 +249,51 @@ TEST_CASE("the duplex term binds where a collective crosses the prefetch link bo
   CHECK(b.link_duplex_s > b.link_volume_s * 1.01);
   CHECK(b.link_s == b.link_duplex_s);
   CHECK(r.result.summary.step_time_s >= b.bound_step_time_s * (1 - kBoundSlack));
+}
+
+TEST_CASE("step_bound's shortcuts give the exhaustive StepBound field for field on random configurations", "[bound]") {
+  // The default step_bound skips candidates r* that cannot give the smallest bound and resources
+  // whose (e) term is provably below the largest (sim/bound.hpp set_step_bound_exhaustive); the
+  // result must be bit-identical to evaluating every one. Both generators above (1-2 GPUs, and the
+  // 4-8 GPU layouts whose PCIe switches have under-duplex capacities, term (f)), at E(s−1) absent
+  // (plan only), 0, and a random multiple of the plan-only bound (cumulative terms (d) active).
+  auto check_same = [](const StepPlan& plan, const NodeSpec& n, double previous_step_end_s) {
+    set_step_bound_exhaustive(true);
+    const StepBound ref = step_bound(plan, n, previous_step_end_s);
+    set_step_bound_exhaustive(false);
+    const StepBound fast = step_bound(plan, n, previous_step_end_s);
+    INFO("E(s-1) " << previous_step_end_s << " s, reference bound " << ref.bound_step_time_s << " s on "
+                   << ref.link_resource << ", fast " << fast.bound_step_time_s << " s on " << fast.link_resource);
+    CHECK(fast.bound_step_time_s == ref.bound_step_time_s);
+    CHECK(fast.critical_path_s == ref.critical_path_s);
+    CHECK(fast.link_s == ref.link_s);
+    CHECK(fast.link_volume_s == ref.link_volume_s);
+    CHECK(fast.link_resource == ref.link_resource);
+    CHECK(fast.link_duplex_s == ref.link_duplex_s);
+    CHECK(fast.copy_lane_s == ref.copy_lane_s);
+    CHECK(fast.binding == ref.binding);
+  };
+  const int wanted = property_configs(500), wanted_layouts = property_configs(150);
+  std::mt19937 rng(20261123), rng_layouts(20261124), rng_end(20261126);
+  int checked = 0, checked_layouts = 0;
+  for (int i = 0; i < 2000 && (checked < wanted || checked_layouts < wanted_layouts); ++i) {
+    const bool layouts = checked >= wanted;
+    const RandomConfig rc = layouts ? draw_layout_config(rng_layouts) : draw_config(rng);
+    INFO("config " << i << ": " << rc.text);
+    StepPlan plan;
+    try {
+      plan = build_plan(rc.workload, rc.node, rc.policy);
+    } catch (const InputError&) {
+      continue;  // a budget too small or a layout this node or shape cannot hold
+    }
+    validate(plan);
+    set_step_bound_exhaustive(true);
+    const double plan_only_s = step_bound(plan, rc.node).bound_step_time_s;
+    set_step_bound_exhaustive(false);
+    const double end_s = (plan.info.steps - 1) * plan_only_s * std::uniform_real_distribution<double>(0.5, 1.5)(rng_end);
+    for (double previous_step_end_s : {-1.0, 0.0, end_s}) check_same(plan, rc.node, previous_step_end_s);
+    ++(layouts ? checked_layouts : checked);
+  }
+  CHECK(checked == wanted);
+  CHECK(checked_layouts == wanted_layouts);
 }
