@@ -246,17 +246,45 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     for (double l : lane_s) copy_lane_s = std::max(copy_lane_s, l - previous_step_end_s);
   }
 
-  // The H2D ops of step s in the order their items are built (rank, then issue order), with their
-  // route and minimum duration, which do not depend on the anchor.
+  // Per rank, the H2D ops of step s in issue order with their minimum durations (the route is the
+  // rank's, h2d_route); and per resource, where its items of (e) come from, in the order they are
+  // built: the ranks whose H2D route crosses it (with the coefficient; rank, then issue order, then
+  // route entry), then the collective groups' flows crossing it (group, flow, route entry). None of
+  // this depends on the anchor.
   struct H2dOp {
     std::size_t id;
-    const Topology::Route* route;
     double bytes, min_s;
   };
-  std::vector<H2dOp> h2d_ops;
+  std::vector<std::vector<H2dOp>> h2d_ops(static_cast<std::size_t>(ranks));
   for (int q = 0; q < ranks; ++q)
     for (const PlanOp* op : ops[q])
-      if (op->kind == OpKind::h2d) h2d_ops.push_back({std::size_t(op->id), h2d_flow(*op, node, topology).route, op->bytes, min_duration_s(*op)});
+      if (op->kind == OpKind::h2d) h2d_ops[std::size_t(q)].push_back({std::size_t(op->id), op->bytes, min_duration_s(*op)});
+  const int resources = int(solver.resource_count());
+  struct RankEntry {
+    int rank;
+    double coeff;
+  };
+  struct GroupEntry {
+    std::size_t group;  // index in group_members' order
+    double coeff, bytes;
+  };
+  std::vector<std::vector<RankEntry>> rank_entries(static_cast<std::size_t>(resources));
+  std::vector<std::vector<GroupEntry>> group_entries(static_cast<std::size_t>(resources));
+  for (int q = 0; q < ranks; ++q)
+    if (h2d_route[q] && !h2d_ops[std::size_t(q)].empty())
+      for (auto [res, coeff] : *h2d_route[q]) rank_entries[std::size_t(res)].push_back({q, coeff});
+  std::vector<const std::vector<FlowSpec>*> flows_of_group;
+  for (const auto& [g, members] : group_members) {
+    const std::vector<FlowSpec>& flows = group_flows[g];
+    for (const FlowSpec& f : flows)
+      for (auto [res, coeff] : *f.route) group_entries[std::size_t(res)].push_back({flows_of_group.size(), coeff, f.bytes});
+    flows_of_group.push_back(&flows);
+  }
+  // The anchor of each candidate r*: its last compute op of step s−1.
+  std::vector<int> anchor_of(static_cast<std::size_t>(ranks), -1);
+  if (s > 0)
+    for (const PlanOp& op : plan.ops)
+      if (op.step == s - 1 && op.kind == OpKind::compute) anchor_of[std::size_t(op.rank)] = std::max(anchor_of[std::size_t(op.rank)], op.id);
 
   // r* (the rank whose step s−1 ends last, at E(s−1)) is unknown: the bound is the smallest over
   // the ranks of what each would imply. Without a step s−1 (one step) every rank starts at 0.
@@ -271,7 +299,6 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   const int candidates = s > 0 ? ranks : 1;
   StepBound b;
   b.bound_step_time_s = kInf;
-  const int resources = int(solver.resource_count());
   std::vector<double> dist(static_cast<std::size_t>(op_count));
   std::vector<std::vector<Item>> items(static_cast<std::size_t>(resources));
   std::vector<double> volume_bytes(static_cast<std::size_t>(resources)), volume_s(static_cast<std::size_t>(resources));
@@ -307,15 +334,38 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       }
     return release_s;
   };
+  struct RankItems {  // a rank's copies that are items, or a collective group's flows
+    double max_release_s, max_tail_s, abs_bytes;
+    bool any;
+  };
+  std::vector<RankItems> rank_items(static_cast<std::size_t>(ranks)), group_items(flows_of_group.size());
+  std::vector<char> has_items(static_cast<std::size_t>(resources));
+  // The items of resource res for the candidate whose dist is current, in the order (e) defines:
+  // its ranks' copies (rank, issue order, route entry), then the groups' flows (group, flow, entry).
+  auto build_items = [&](int res) {
+    std::vector<Item>& v = items[std::size_t(res)];
+    v.clear();
+    const std::vector<RankEntry>& entries = rank_entries[std::size_t(res)];
+    for (std::size_t e = 0; e < entries.size();) {
+      std::size_t end = e;  // a route crossing res more than once: one item per entry, per copy
+      while (end < entries.size() && entries[end].rank == entries[e].rank) ++end;
+      for (const H2dOp& h : h2d_ops[std::size_t(entries[e].rank)]) {
+        if (dist[h.id] == -kInf || tail[h.id] == -kInf) continue;
+        for (std::size_t k = e; k < end; ++k) v.push_back({dist[h.id] - h.min_s, tail[h.id], entries[k].coeff * h.bytes});
+      }
+      e = end;
+    }
+    for (const GroupEntry& e : group_entries[std::size_t(res)]) {
+      const RankItems& gi = group_items[e.group];
+      if (gi.any) v.push_back({gi.max_release_s, gi.max_tail_s, e.coeff * e.bytes});
+    }
+  };
   const bool shortcuts = !bound_exhaustive;
   for (int r = 0; r < candidates; ++r) {
     // (a) dist[i]: a lower bound on op i's end after E(s−1), −∞ when i need not wait for the anchor
     // (rank r's last compute op of step s−1; for one step the run's start). Dependencies include
     // lane order, so a copy lane's copies chain one after another.
-    int anchor = -1;
-    if (s > 0)
-      for (const PlanOp& op : plan.ops)
-        if (op.rank == r && op.step == s - 1 && op.kind == OpKind::compute) anchor = std::max(anchor, op.id);
+    const int anchor = anchor_of[std::size_t(r)];
     std::fill(dist.begin(), dist.end(), -kInf);
     if (anchor >= 0) dist[std::size_t(anchor)] = 0;
     for (int i = anchor + 1; i < op_count; ++i) {
@@ -332,39 +382,40 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     for (int q = 0; q < ranks; ++q) c.critical_path_s = std::max(c.critical_path_s, dist[std::size_t(last_compute[q])]);
 
     // (b) and (e): the flows each resource must carry inside [E(s−1), E(s)]: every copy and
-    // collective of step s that waits for the anchor and precedes a compute op of step s.
-    for (auto& v : items) v.clear();
+    // collective of step s that waits for the anchor and precedes a compute op of step s. A copy
+    // is an item (release, tail, work) of every resource its route crosses, a collective group's
+    // flows items of theirs; the items of a resource are built only where (e) or (f) reads them.
     std::fill(volume_bytes.begin(), volume_bytes.end(), 0.0);
-    std::fill(max_release_s.begin(), max_release_s.end(), -kInf);
-    std::fill(max_tail_s.begin(), max_tail_s.end(), -kInf);
-    std::fill(abs_work_bytes.begin(), abs_work_bytes.end(), 0.0);
-    std::fill(state.begin(), state.end(), 0);
-    auto add_item = [&](int res, const Item& it) {
-      items[std::size_t(res)].push_back(it);
-      max_release_s[std::size_t(res)] = std::max(max_release_s[std::size_t(res)], it.release_s);
-      max_tail_s[std::size_t(res)] = std::max(max_tail_s[std::size_t(res)], it.tail_s);
-      abs_work_bytes[std::size_t(res)] += std::abs(it.work_bytes);
-    };
     for (int q = 0; q < ranks; ++q)
       if (h2d_route[q])
         for (auto [res, coeff] : *h2d_route[q]) volume_bytes[res] += coeff * h2d_after_carry[q];
-    for (const H2dOp& h : h2d_ops) {
-      if (dist[h.id] == -kInf || tail[h.id] == -kInf) continue;
-      for (auto [res, coeff] : *h.route) add_item(res, {dist[h.id] - h.min_s, tail[h.id], coeff * h.bytes});
-    }
-    for (const auto& [g, members] : group_members) {
-      double release = -kInf, tail_s = -kInf;
-      for (int m : members) {
-        if (dist[std::size_t(m)] != -kInf)
-          release = std::max(release, dist[std::size_t(m)] - min_duration_s(plan.ops[m]));
-        tail_s = std::max(tail_s, tail[std::size_t(m)]);
+    // Per rank, over its copies that are items: the largest release and tail, Σ |bytes|.
+    for (int q = 0; q < ranks; ++q) {
+      RankItems& ri = rank_items[std::size_t(q)];
+      ri = {-kInf, -kInf, 0.0, false};
+      for (const H2dOp& h : h2d_ops[std::size_t(q)]) {
+        if (dist[h.id] == -kInf || tail[h.id] == -kInf) continue;
+        ri.max_release_s = std::max(ri.max_release_s, dist[h.id] - h.min_s);
+        ri.max_tail_s = std::max(ri.max_tail_s, tail[h.id]);
+        ri.abs_bytes += std::abs(h.bytes);
+        ri.any = true;
       }
-      if (release == -kInf || tail_s == -kInf) continue;
-      for (const FlowSpec& f : group_flows[g])
-        for (auto [res, coeff] : *f.route) {
-          add_item(res, {release, tail_s, coeff * f.bytes});
-          volume_bytes[res] += coeff * f.bytes;
+    }
+    {
+      std::size_t gi = 0;
+      for (const auto& [g, members] : group_members) {
+        double release = -kInf, tail_s = -kInf;
+        for (int m : members) {
+          if (dist[std::size_t(m)] != -kInf)
+            release = std::max(release, dist[std::size_t(m)] - min_duration_s(plan.ops[m]));
+          tail_s = std::max(tail_s, tail[std::size_t(m)]);
         }
+        const bool valid = !(release == -kInf || tail_s == -kInf);
+        group_items[gi++] = {release, tail_s, 0.0, valid};
+        if (!valid) continue;
+        for (const FlowSpec& f : group_flows[g])
+          for (auto [res, coeff] : *f.route) volume_bytes[res] += coeff * f.bytes;
+      }
     }
     // The candidate's bound is at least `lower` (every resource's term is at least its volume).
     double lower = std::max(c.critical_path_s, c.copy_lane_s), largest_link_s = 0;
@@ -377,6 +428,26 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     // Shortcut: a candidate whose bound cannot fall below the best so far is not kept (the strict
     // `<` below), so it needs no more work.
     if (shortcuts && lower >= b.bound_step_time_s) continue;
+    // Per resource: whether it has items, their largest release and tail, and Σ |work|.
+    std::fill(state.begin(), state.end(), 0);
+    for (int res = 0; res < resources; ++res) {
+      const std::size_t k = std::size_t(res);
+      double max_rel = -kInf, max_tail = -kInf, abs_work = 0;
+      bool any = false;
+      for (const RankEntry& e : rank_entries[k]) {
+        const RankItems& ri = rank_items[std::size_t(e.rank)];
+        if (!ri.any) continue;
+        max_rel = std::max(max_rel, ri.max_release_s), max_tail = std::max(max_tail, ri.max_tail_s);
+        abs_work += std::abs(e.coeff) * ri.abs_bytes, any = true;
+      }
+      for (const GroupEntry& e : group_entries[k]) {
+        const RankItems& gi = group_items[e.group];
+        if (!gi.any) continue;
+        max_rel = std::max(max_rel, gi.max_release_s), max_tail = std::max(max_tail, gi.max_tail_s);
+        abs_work += std::abs(e.coeff * e.bytes), any = true;
+      }
+      has_items[k] = any, max_release_s[k] = max_rel, max_tail_s[k] = max_tail, abs_work_bytes[k] = abs_work;
+    }
     // (e) A link direction is one machine that flows share: the flows released at or after τ
     // (their earliest start after E(s−1), from (a)) all cross after τ, and each is followed by
     // at least its tail before E(s). So step_time ≥ τ + Σ work / C + min tail over that set, and
@@ -390,7 +461,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     by_upper.clear();
     for (int res = 0; res < resources; ++res) {
       const std::size_t k = std::size_t(res);
-      if (items[k].empty()) continue;
+      if (!has_items[k]) continue;
       const double work_s = abs_work_bytes[k] / solver.capacity(res);
       const double upper = max_release_s[k] + work_s + max_tail_s[k];
       const double margin = 1e-9 * (std::abs(max_release_s[k]) + work_s + std::abs(max_tail_s[k]));
@@ -407,6 +478,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         lost = true;  // the candidate's bound is at least the best so far: not kept
         break;
       }
+      build_items(res);
       const double t = std::max(volume_s[std::size_t(res)], sort_items_s(res, true));
       link_t[std::size_t(res)] = t;
       state[std::size_t(res)] = 1;
@@ -416,7 +488,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     for (int res = 0; res < resources; ++res) {
       const std::size_t k = std::size_t(res);
       // Not evaluated: no items (its term is its volume) or below the largest (cannot be picked).
-      const double t = state[k] == 1 ? link_t[k] : items[k].empty() ? std::max(volume_s[k], 0.0) : -kInf;
+      const double t = state[k] == 1 ? link_t[k] : !has_items[k] ? std::max(volume_s[k], 0.0) : -kInf;
       if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(res);
     }
     // (f) Duplex form of (b), (d) and (e): a duplex-switched direction ρ runs at its under-duplex
@@ -434,7 +506,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
                             previous_step_end_s);
       c.link_duplex_s = std::max(c.link_duplex_s, t);
       if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(d.resource) + "+" + solver.resource_name(rev.resource);
-      if (!items[d.resource].empty() && !items[rev.resource].empty()) scan_pairs.push_back(k);  // else (e) is as tight
+      if (has_items[std::size_t(d.resource)] && has_items[std::size_t(rev.resource)]) scan_pairs.push_back(k);  // else (e) is as tight
     }
     // (e)'s sets on both directions: the flows of either released at or after τ cross inside
     // [τ, E(s) − their least tail], and likewise the flows whose tail is at least q after their
@@ -447,7 +519,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         // Both lists are sorted by tail, descending, by (e)'s sorts (run here where (e) skipped
         // the resource): merged in that order.
         for (int res : {d.resource, rev.resource})
-          if (state[std::size_t(res)] == 0) sort_items_s(res, false), state[std::size_t(res)] = 2;
+          if (state[std::size_t(res)] == 0) build_items(res), sort_items_s(res, false), state[std::size_t(res)] = 2;
         sides.clear();
         std::size_t i0 = 0, i1 = 0;
         const std::vector<Item>&v0 = items[d.resource], &v1 = items[rev.resource];
