@@ -92,8 +92,9 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
 /// every candidate r*, in resource order, as the derivation above defines it. The default skips a
 /// candidate whose bound cannot fall below the best so far, and a resource whose (e) term is
 /// provably below the largest term already evaluated (max release + Σ |work| / C + max tail, with a
-/// 1e-9 relative margin for rounding), which must give the same StepBound field for field
-/// (tests/test_bound.cpp checks it). For tests; off by default.
+/// 1e-9 relative margin for rounding; its items are then built and sorted only where (f) reads
+/// them), which must give the same StepBound field for field (tests/test_bound.cpp checks it). For
+/// tests; off by default.
 void set_step_bound_exhaustive(bool on);
 
 /// Term (f) above for one direction pair, in seconds: the least time in which `bytes` cross a
