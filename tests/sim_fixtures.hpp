@@ -1,10 +1,15 @@
 #pragma once
 // Helpers shared by the simulator tests: build a plan for a scenario and simulate it.
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
+#include "sim/grid.hpp"
 
 namespace chunkflow::test {
 
@@ -57,6 +62,28 @@ inline NodeSpec with_h2d_scaled(NodeSpec n, double factor) {
   for (auto& l : n.links) l.a_to_b_bytes_per_s *= factor;
   n.copy_engine_bytes_per_s *= factor;
   return n;
+}
+
+/// The configurations of grid `g` at `draws` indices drawn uniformly with replacement from
+/// [0, configurations) by std::mt19937(seed), in grid order, each index once (a repeated draw
+/// counts once): a random sample of a grid for the tests that compare a path with another.
+inline std::vector<GridConfig> random_grid_configs(const Grid& g, int draws, uint32_t seed) {
+  const GridCounts counts = count_grid(g);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> pick(0, counts.configurations - 1);
+  std::vector<int64_t> wanted;
+  for (int i = 0; i < draws; ++i) wanted.push_back(pick(rng));
+  std::sort(wanted.begin(), wanted.end());
+  std::vector<GridConfig> out;
+  GridCursor cursor(g);
+  std::size_t w = 0;
+  while (const auto c = cursor.next()) {
+    if (w >= wanted.size()) break;
+    if (c->index != wanted[w]) continue;
+    while (w < wanted.size() && wanted[w] == c->index) ++w;
+    out.push_back(*c);
+  }
+  return out;
 }
 
 }  // namespace chunkflow::test

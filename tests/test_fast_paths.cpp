@@ -24,6 +24,7 @@
 #include "sim/executor.hpp"
 #include "sim/grid.hpp"
 #include "sim/topology.hpp"
+#include "sim_fixtures.hpp"
 
 using namespace chunkflow;
 
@@ -162,22 +163,11 @@ TEST_CASE("memoised topology registers the resources and routes a fresh Topology
 TEST_CASE("every compute op lasts its stage's compute time; sweep options change only the names "
           "(random configurations of the large grid)", "[fast][simulate]") {
   const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
-  const GridCounts counts = count_grid(g);
-  std::mt19937 rng(1123);
-  std::uniform_int_distribution<int64_t> pick(0, counts.configurations - 1);
-  std::vector<int64_t> wanted;
-  for (int i = 0; i < 30; ++i) wanted.push_back(pick(rng));
-  std::sort(wanted.begin(), wanted.end());
-  GridCursor cursor(g);
-  std::size_t w = 0;
   int compared = 0;
-  while (const auto c = cursor.next()) {
-    if (w >= wanted.size()) break;
-    if (c->index != wanted[w]) continue;
-    while (w < wanted.size() && wanted[w] == c->index) ++w;
-    const GridWorkload& gw = g.workloads[c->workload];
-    const PolicyConfig& p = g.policies[c->policy];
-    INFO("configuration " << c->index << ": " << gw.scenario.name << ", " << p.policy);
+  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 30, 1123)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    const PolicyConfig& p = g.policies[c.policy];
+    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << p.policy);
     StepPlan plan;
     try {
       plan = build_plan(gw.scenario.workload, gw.scenario.node, p);

@@ -12,6 +12,7 @@
 #include "sim/executor.hpp"
 #include "sim/grid.hpp"
 #include "sim/grid_run.hpp"
+#include "sim_fixtures.hpp"
 
 using namespace chunkflow;
 
@@ -58,23 +59,12 @@ TEST_CASE("grid counts: product = collapsed + invalid + configurations; collapse
 
 TEST_CASE("a grid row equals the CLI path's result for the same configuration (random configurations, 1e-9)", "[grid]") {
   const Grid g = grid_from_text(kGrid, "test", "");
-  const GridCounts counts = count_grid(g);
-  REQUIRE(counts.configurations > 500);
-  std::mt19937 rng(20261123);
-  std::uniform_int_distribution<int64_t> pick(0, counts.configurations - 1);
-  std::vector<int64_t> wanted;
-  for (int i = 0; i < 40; ++i) wanted.push_back(pick(rng));
-  std::sort(wanted.begin(), wanted.end());
-  GridCursor cursor(g);
-  std::size_t w = 0;
+  REQUIRE(count_grid(g).configurations > 500);
   int compared = 0;
-  while (const auto c = cursor.next()) {
-    if (w >= wanted.size()) break;
-    if (c->index != wanted[w]) continue;
-    while (w < wanted.size() && wanted[w] == c->index) ++w;
-    const GridRow row = run_grid_config(g, *c);
-    const Scenario& gs = g.workloads[c->workload].scenario;
-    const PolicyConfig& p = g.policies[c->policy];
+  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 40, 20261123)) {
+    const GridRow row = run_grid_config(g, c);
+    const Scenario& gs = g.workloads[c.workload].scenario;
+    const PolicyConfig& p = g.policies[c.policy];
     // The CLI's path: the default scenario with every value as an override, as `simulate` takes it.
     ScenarioOptions o;
     o.node = gs.node.id;
@@ -91,7 +81,7 @@ TEST_CASE("a grid row equals the CLI path's result for the same configuration (r
     o.steps = p.steps;
     if (p.memory_budget_bytes) o.memory_budget_gib = *p.memory_budget_bytes / kGiB;
     const Scenario s = resolve_scenario(o);
-    INFO("configuration " << c->index << ": " << gs.name << ", " << p.policy);
+    INFO("configuration " << c.index << ": " << gs.name << ", " << p.policy);
     StepPlan plan;
     try {
       plan = build_plan(s.workload, s.node, s.policy);

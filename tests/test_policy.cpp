@@ -171,6 +171,23 @@ bool same_ops(const StepPlan& a, const StepPlan& b) {
   }
   return true;
 }
+
+/// Two plans of one configuration made two ways (a kept and a fresh planner, the shortcuts and the
+/// exhaustive planner) are the same: every plan-info field the planner decides and every op.
+void check_same_plan(const StepPlan& a, const StepPlan& b) {
+  CHECK(a.info.estimated_step_time_s == b.info.estimated_step_time_s);
+  CHECK(a.info.resident_fraction == b.info.resident_fraction);
+  CHECK(a.info.residency == b.info.residency);
+  CHECK(a.info.slot_count == b.info.slot_count);
+  CHECK(a.info.slot_bytes == b.info.slot_bytes);
+  CHECK(a.info.share_cap_bytes_per_s == b.info.share_cap_bytes_per_s);
+  CHECK(a.info.lookahead == b.info.lookahead);
+  CHECK(a.info.memory_budget_bytes == b.info.memory_budget_bytes);
+  CHECK(a.info.windows_yield == b.info.windows_yield);
+  CHECK(a.info.windows_share == b.info.windows_share);
+  CHECK(a.info.windows_ignore == b.info.windows_ignore);
+  CHECK(same_ops(a, b));
+}
 }  // namespace
 
 TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh planner's, op for op", "[policy]") {
@@ -226,16 +243,7 @@ TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh 
     }
     REQUIRE(fresh.has_value() == kept[i].has_value());
     if (!fresh) continue;
-    const StepPlan &a = *kept[i], &b = *fresh;
-    CHECK(a.info.estimated_step_time_s == b.info.estimated_step_time_s);
-    CHECK(a.info.resident_fraction == b.info.resident_fraction);
-    CHECK(a.info.residency == b.info.residency);
-    CHECK(a.info.slot_count == b.info.slot_count);
-    CHECK(a.info.slot_bytes == b.info.slot_bytes);
-    CHECK(a.info.share_cap_bytes_per_s == b.info.share_cap_bytes_per_s);
-    CHECK(a.info.lookahead == b.info.lookahead);
-    CHECK(a.info.memory_budget_bytes == b.info.memory_budget_bytes);
-    CHECK(same_ops(a, b));
+    check_same_plan(*kept[i], *fresh);
     ++compared;
   }
   CHECK(compared >= 30);
@@ -260,35 +268,15 @@ TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive plann
     clear_chunkflow_planner_cache();
     REQUIRE(plans[0].has_value() == plans[1].has_value());
     if (!plans[0]) return;  // the budget holds no plan, either way
-    const StepPlan &a = *plans[0], &b = *plans[1];
-    CHECK(a.info.estimated_step_time_s == b.info.estimated_step_time_s);
-    CHECK(a.info.resident_fraction == b.info.resident_fraction);
-    CHECK(a.info.residency == b.info.residency);
-    CHECK(a.info.slot_count == b.info.slot_count);
-    CHECK(a.info.share_cap_bytes_per_s == b.info.share_cap_bytes_per_s);
-    CHECK(a.info.windows_yield == b.info.windows_yield);
-    CHECK(a.info.windows_share == b.info.windows_share);
-    CHECK(a.info.windows_ignore == b.info.windows_ignore);
-    CHECK(same_ops(a, b));
+    check_same_plan(*plans[0], *plans[1]);
     ++compared;
   };
   const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
-  const GridCounts counts = count_grid(g);
-  std::mt19937 rng(20261125);
-  std::uniform_int_distribution<int64_t> pick(0, counts.configurations - 1);
-  std::vector<int64_t> wanted;
-  for (int i = 0; i < 90; ++i) wanted.push_back(pick(rng));
-  std::sort(wanted.begin(), wanted.end());
-  GridCursor cursor(g);
-  std::size_t w = 0;
-  while (const auto c = cursor.next()) {
-    if (w >= wanted.size()) break;
-    if (c->index != wanted[w]) continue;
-    while (w < wanted.size() && wanted[w] == c->index) ++w;
-    const GridWorkload& gw = g.workloads[c->workload];
-    const PolicyConfig& p = g.policies[c->policy];
+  for (const GridConfig& c : random_grid_configs(g, 90, 20261125)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    const PolicyConfig& p = g.policies[c.policy];
     if (p.policy != "chunkflow") continue;
-    INFO("configuration " << c->index << ": " << gw.scenario.name);
+    INFO("configuration " << c.index << ": " << gw.scenario.name);
     compare(gw.scenario.workload, gw.scenario.node, p);
   }
   CHECK(compared >= 40);
