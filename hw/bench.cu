@@ -258,17 +258,21 @@ DeviceBuffer random_bf16(int64_t elems, uint64_t seed, cudaStream_t s) {
   return out;
 }
 
+/// A cuBLAS handle with its own 32 MiB workspace, bound to `stream` (the GEMM and attention benches;
+/// a later cublasSetStream may move it). Errors: DeviceError from cuBLAS or the allocation.
+struct BenchCublas {
+  CublasHandle handle;
+  DeviceBuffer workspace{32 << 20};
+  explicit BenchCublas(cudaStream_t stream) {
+    CF_CUBLAS(cublasSetStream(handle.get(), stream));
+    CF_CUBLAS(cublasSetWorkspace(handle.get(), workspace.get(), workspace.bytes()));
+  }
+  cublasHandle_t get() const { return handle.get(); }
+};
+
 BenchResult gemm(Env& env) {
   BenchResult r;
-  if (env.cfg.gemms.empty()) {
-    r.status = "waived";
-    r.reason = "no GEMM shapes configured";
-    return r;
-  }
-  CublasHandle h;
-  DeviceBuffer ws(32 << 20);
-  CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
-  CF_CUBLAS(cublasSetWorkspace(h.get(), ws.get(), ws.bytes()));
+  const BenchCublas h(env.a.get());
   for (const auto& g : env.cfg.gemms) {
     DeviceBuffer x = random_bf16(g.m * g.k, 1, env.a.get());
     DeviceBuffer w = random_bf16(g.n * g.k, 2, env.a.get());
@@ -290,15 +294,7 @@ BenchResult gemm(Env& env) {
 /// PCIe traffic: SM-driven proxy kernels compete for SMs, copy engines for memory bandwidth).
 BenchResult compute_with(Env& env, const std::string& what) {
   BenchResult r;
-  if (env.cfg.gemms.empty()) {
-    r.status = "waived";
-    r.reason = "no GEMM shapes configured";
-    return r;
-  }
-  CublasHandle h;
-  DeviceBuffer ws(32 << 20);
-  CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
-  CF_CUBLAS(cublasSetWorkspace(h.get(), ws.get(), ws.bytes()));
+  const BenchCublas h(env.a.get());
   // The largest-FLOP shapes (up to 4): long enough to overlap a whole transfer.
   std::vector<BenchGemm> shapes = env.cfg.gemms;
   std::sort(shapes.begin(), shapes.end(), [](const BenchGemm& x, const BenchGemm& y) { return x.m * x.k * x.n > y.m * y.k * y.n; });
@@ -341,15 +337,7 @@ BenchResult compute_with(Env& env, const std::string& what) {
 
 BenchResult attention(Env& env) {
   BenchResult r;
-  if (env.cfg.attentions.empty()) {
-    r.status = "waived";
-    r.reason = "no attention shapes configured";
-    return r;
-  }
-  CublasHandle h;
-  DeviceBuffer ws(32 << 20);
-  CF_CUBLAS(cublasSetStream(h.get(), env.a.get()));
-  CF_CUBLAS(cublasSetWorkspace(h.get(), ws.get(), ws.bytes()));
+  const BenchCublas h(env.a.get());
   for (const auto& a : env.cfg.attentions) {
     AttentionTile tile;
     tile.rows = a.rows;
@@ -470,6 +458,10 @@ struct Entry {
 
 std::vector<Entry> entries() {
   auto never = [](const Env&) { return std::string(); };
+  auto needs_gemms = [](const Env& e) { return e.cfg.gemms.empty() ? std::string("no GEMM shapes configured") : std::string(); };
+  auto needs_attentions = [](const Env& e) {
+    return e.cfg.attentions.empty() ? std::string("no attention shapes configured") : std::string();
+  };
   return {
       {"h2d_bandwidth", "pinned host→device cudaMemcpyAsync (copy engine) against transfer size", never,
        [](Env& e) { return copy_sweep(e, cudaMemcpyHostToDevice); }},
@@ -509,13 +501,13 @@ std::vector<Entry> entries() {
        }},
       {"copy_cap", "rate-capped (paced) H2D: achieved rate per cap, and the slowdown of a proxy all-to-all beside it", never,
        [](Env& e) { return copy_cap(e); }},
-      {"compute_with_h2d", "GEMM time alone and while a max-size H2D copy runs on another stream", never,
+      {"compute_with_h2d", "GEMM time alone and while a max-size H2D copy runs on another stream", needs_gemms,
        [](Env& e) { return compute_with(e, "h2d"); }},
-      {"compute_with_collective", "GEMM time alone and while a max-size kernel-mode proxy all-to-all runs", never,
+      {"compute_with_collective", "GEMM time alone and while a max-size kernel-mode proxy all-to-all runs", needs_gemms,
        [](Env& e) { return compute_with(e, "collective"); }},
-      {"gemm", "cuBLAS bf16 GEMM (fp32 accumulate) for each block linear's shape at several token counts", never,
+      {"gemm", "cuBLAS bf16 GEMM (fp32 accumulate) for each block linear's shape at several token counts", needs_gemms,
        [](Env& e) { return gemm(e); }},
-      {"attention", "tiled attention (cuBLAS batched GEMMs + online softmax) at several token counts", never,
+      {"attention", "tiled attention (cuBLAS batched GEMMs + online softmax) at several token counts", needs_attentions,
        [](Env& e) { return attention(e); }},
   };
 }
