@@ -52,6 +52,21 @@ double curve_at(const std::array<double, 6>& y, double s) {
 
 bool is_hopper(const NodeSpec& node) { return node.gpu_architecture == "hopper"; }
 
+// Attention CTA tiling (forward, head dim 128, non-causal). FlashAttention-2
+// (csrc/flash_attn/src/flash_fwd_launch_template.h run_mha_fwd_hdim128): kBlockM = 128 query rows,
+// 4 warps, 128×64 tiles (64 KB shared memory) on sm80/sm90 and 128×32 (48 KB) on sm86/sm89, chosen
+// there so that "we get 2 CTAs per SM"; taken as 2 resident CTAs per SM on every GPU (assumed for
+// sm80/sm90: shared memory allows 3, the 4-warp CTA's registers are assumed to allow 2).
+// FlashAttention-3 (hopper/): 128-row query tiles, three warpgroups (producer + 2 consumers) with
+// most of the 228 KB of shared memory: 1 CTA per SM; non-causal, non-varlen forward launches one CTA
+// per tile (SingleTileScheduler), so tiles run in waves. SDPA's flash backend and Sage as FA2.
+constexpr double kAttentionBlockM = 128;
+constexpr double kFa2CtasPerSm = 2, kFa3CtasPerSm = 1;
+constexpr double kCurveCtas = 2048;  // FA3 paper Fig. 5 shapes: 16 heads × 16k / 128 query blocks
+
+// Share of the CTA slots busy over a kernel's waves: c / (⌈c / slots⌉ · slots).
+double wave_fill(double ctas, double slots) { return ctas / (std::ceil(ctas / slots) * slots); }
+
 }  // namespace
 
 AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSpec& node) {
@@ -128,9 +143,14 @@ double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, 
   }
   if (k == AttentionKernel::sage) f *= kSageOverFa2;
   if (shape_known && node.sm_count > 0) {
-    // Occupancy: one CTA per 128 query rows per (batch, head); fewer CTAs than SMs leave SMs idle.
-    const double ctas = double(a.batch) * double(a.heads) * std::ceil(double(a.q_tokens) / 128.0);
-    f *= std::min(1.0, ctas / double(node.sm_count));
+    // Wave quantization: one CTA per kAttentionBlockM query rows per (batch, head), run in waves of
+    // SMs × CTAs resident per SM; a partly filled last wave (or fewer CTAs than slots) leaves SMs
+    // idle. The curves were measured at 2048 CTAs (FA3 paper Fig. 5: 16 heads, B·S = 16k, 16k/128
+    // query blocks per head), which pay their own quantization: the factor is relative to that
+    // count, capped at 1, as the GEMM shape factor is relative to 8192³.
+    const double ctas = double(a.batch) * double(a.heads) * std::ceil(double(a.q_tokens) / kAttentionBlockM);
+    const double slots = double(node.sm_count) * (k == AttentionKernel::fa3 ? kFa3CtasPerSm : kFa2CtasPerSm);
+    f *= std::min(1.0, wave_fill(ctas, slots) / wave_fill(kCurveCtas, slots));
   }
   if (a.head_dim > 0 && a.head_dim < 128)
     f *= kHeadDim64Factor + (1.0 - kHeadDim64Factor) * std::max(0.0, double(a.head_dim - 64)) / 64.0;

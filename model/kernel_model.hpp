@@ -8,7 +8,9 @@
 //              tiles = ⌈m/τ_m⌉·⌈n/τ_n⌉  (tile and wave quantization; small m or n leave SMs idle)
 //   attention:         t = 4·B·H·q·kv·hd / (η_attn · P) + launch
 //     η_attn = node.attention_efficiency · curve(kernel, kv) / curve(best kernel of the GPU, ∞)
-//              · occupancy (CTAs = B·H·⌈q/128⌉ against the SMs) · head-dim factor
+//              · min(1, fill(CTAs) / fill(2048)) · head-dim factor,  CTAs = B·H·⌈q/128⌉,
+//              fill(c) = c / (⌈c / slots⌉ · slots), slots = SMs × CTAs per SM (FA2 2, FA3 1)
+//              (wave quantization relative to the shapes the curves were measured at)
 //   elementwise:       t = bytes / (η_hbm · BW_hbm) + kernels · launch
 // Sources: every table and constant in kernel_model.cpp names its source or says "assumed" or
 // "fitted on <record ids>" (traces/published/).
@@ -34,8 +36,8 @@ double gemm_shape_factor(const GemmShape& g, const NodeSpec& node);
 double gemm_efficiency(const GemmShape& g, const NodeSpec& node);
 
 /// Attention throughput relative to node.attention_efficiency for `kernel` at the shape's KV length
-/// (and occupancy), from the FlashAttention-3 paper's H100 curves; 1 for an unknown shape with the
-/// GPU's best kernel. Sage returns > 1 (INT8 QKᵀ).
+/// (and wave quantization of its CTAs over the SMs), from the FlashAttention-3 paper's H100 curves;
+/// 1 for an unknown shape with the GPU's best kernel. Sage returns > 1 (INT8 QKᵀ).
 double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node);
 
 /// Achieved / peak of an attention: node.attention_efficiency · attention_kernel_factor.

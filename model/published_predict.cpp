@@ -44,12 +44,16 @@ constexpr int kRingOnlyRepackKernels = 2;
 // PR #161213 makes batch_isend_irecv compilable only behind TORCHDYNAMO_ENABLE_P2P_COMPILATION=1, off
 // by default, after the torch versions xfuser 0.4 used). Its kernels are issued at the eager host
 // cost whether or not the stack is compiled.
-// All-to-all bus bandwidth per GPU (bytes leaving one GPU per second, nccl-tests busbw): H100 SXM
-// NVLink4 120.8 GB/s, `alltoall_perf` at 500 MB on 4× H100 SXM (published-measurements.md a2a-sxm;
-// the records' buffers are 10–100 MB, at or below that size). Other GPUs in the ratio of NVIDIA's
-// 8-GPU all-to-all figures (A100 210 / H100 320, [GTC25], gpu-catalogue.md §2.3): A100 79 GB/s;
-// H800 NVLink cut to 400 GB/s bidir ("160 usable" of 450, DeepSeek-V3): 43 GB/s; PCIe boxes 12 GB/s
-// (2×4 PCIe Gen5 all-to-all, [GTC25]).
+// All-to-all bus bandwidth per GPU (bytes leaving one GPU per second, nccl-tests busbw), large
+// messages: 8× H100 SXM (NVLink4, NVSwitch) 320 GB/s, 8× A100 SXM 210 GB/s, 2×4 PCIe Gen5 boxes
+// 12 GB/s (NVIDIA GTC25 S72583, gpu-catalogue.md §2.3); 4× H100 SXM `alltoall_perf` at 500 MB with
+// NCCL's defaults 334.9 GB/s (NVIDIA/nccl #2169, the thread's run without -R2 -x2). The 120.8 GB/s
+// that gpu-catalogue.md §2.3 and published-measurements.md (a2a-sxm) quote from the same thread is
+// its user-buffer-registration run (-R2 -x2), which the reporter says is "low across all message
+// sizes": not NCCL's default path, which torch.distributed.all_to_all_single takes. H800 (NVLink cut
+// to 8 links): "plan on ~160 GB/s per GPU" (gpu-catalogue.md §3.3, DeepEP's 153–158 measured).
+// H200 and H20 carry H100's NVLink4 ×18. Smaller buffers pay the collective latency α up front
+// (t = α + bytes / busbw, systems-and-hardware.md §4).
 // All-gather (FSDP) ring busbw: 8× H100 370 GB/s, 8× A100 232 GB/s ([GTC24]); H800 in the same
 // 160/450 ratio.
 // Ring attention P2P one way: H100 NVLink 371 GB/s (p2pBandwidthLatencyTest, NVIDIA/nccl #1264).
@@ -57,10 +61,9 @@ struct Interconnect {
   double all_to_all_bytes_per_s, all_gather_bytes_per_s, p2p_bytes_per_s;
 };
 Interconnect interconnect(const std::string& gpu) {
-  constexpr double kH100AllToAll = 120.8e9;
-  if (gpu == "h100-sxm" || gpu == "h200" || gpu == "h20") return {kH100AllToAll, 370e9, 371e9};
-  if (gpu == "h800-sxm") return {kH100AllToAll * 160.0 / 450.0, 370e9 * 160.0 / 450.0, 160e9};
-  if (gpu == "a100-sxm-80gb") return {kH100AllToAll * 210.0 / 320.0, 232e9, 230e9};
+  if (gpu == "h100-sxm" || gpu == "h200" || gpu == "h20") return {320e9, 370e9, 371e9};
+  if (gpu == "h800-sxm") return {160e9, 370e9 * 160.0 / 450.0, 160e9};
+  if (gpu == "a100-sxm-80gb") return {210e9, 232e9, 230e9};
   return {12e9, 24e9, 12e9};  // PCIe-only boxes
 }
 
