@@ -154,6 +154,10 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   j["chunk_bytes"] = i.chunk_bytes;
   j["resident_fraction"] = i.resident_fraction;
   j["resident_fraction_auto"] = i.resident_fraction_auto;
+  // The fraction asked for, beside the one the plan reached (chunk granularity makes them differ):
+  // validate re-plans with the request, since planning again at the reached fraction may break a
+  // tie between equally fast plans differently.
+  if (s.policy.resident_fraction) j["resident_fraction_requested"] = *s.policy.resident_fraction;
   j["lookahead"] = i.lookahead;
   j["simulated_steps"] = i.steps;
   j["ranks"] = i.ranks;

@@ -147,14 +147,19 @@ MeasuredRun read_run(const json& j, const std::string& path) {
     if (!c->is_number() || !(c->get<double>() >= 0)) throw InputError(path, where("chunk_bytes"), "expected a number of bytes, got " + c->dump());
     if (c->get<double>() > 0) o.chunk_mib = c->get<double>() / kMiB;
   }
-  if (const json* rf = lookup(j, "resident_fraction")) {
+  // simulate --json records the fraction asked for as resident_fraction_requested (re-plan with it)
+  // and the fraction reached as resident_fraction; harness summaries have only resident_fraction.
+  const json* requested = lookup(j, "resident_fraction_requested");
+  if (const json* rf = requested ? requested : lookup(j, "resident_fraction")) {
     if (rf->is_string()) o.resident_fraction = rf->get<std::string>();
     else if (rf->is_number()) {
       std::ostringstream os;
       os.precision(17);
       os << rf->get<double>();
       o.resident_fraction = os.str();
-    } else throw InputError(path, where("resident_fraction"), "expected a number or \"auto\", got " + rf->dump());
+    } else
+      throw InputError(path, where(requested ? "resident_fraction_requested" : "resident_fraction"),
+                       "expected a number or \"auto\", got " + rf->dump());
     // simulate --json records the resolved fraction and whether it was auto.
     if (j.contains("resident_fraction_auto") && j["resident_fraction_auto"].is_boolean() && j["resident_fraction_auto"].get<bool>())
       o.resident_fraction = "auto";
