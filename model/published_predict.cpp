@@ -71,6 +71,24 @@ Interconnect interconnect(const std::string& gpu) {
 // slower" than pinned (systems-and-hardware.md §3): half the pinned rate (assumed).
 constexpr double kPageableOverPinned = 0.5;
 
+}  // namespace
+
+// [MLE-bench] (gpu-catalogue.md §2.1): with all 8 GPUs of an H200 node busy, the slowest GPU
+// sustained 727 TFLOP/s (MSMF) against a median of 752; GPUs of one node differ in sustained clock.
+constexpr double kSlowestOf8OverMedian = 727.0 / 752.0;
+
+double slowest_gpu_rate(int gpus) {
+  if (gpus <= 1) return 1.0;
+  // Sustained rates spread uniformly over a width w below the fastest GPU (assumed shape): the
+  // median is 1 − w/2, the expected slowest of N is 1 − w·N/(N+1); w from the 8-GPU figure.
+  const double r8 = kSlowestOf8OverMedian;
+  const double w = (1.0 - r8) / (8.0 / 9.0 - r8 / 2.0);
+  const double n = double(gpus);
+  return (1.0 - w * n / (n + 1.0)) / (1.0 - w / 2.0);
+}
+
+namespace {
+
 struct ForwardParts {
   double gemm = 0, attention = 0, elementwise = 0, launch = 0, collective = 0, fsdp = 0, offload = 0, non_block = 0;
   double kernels = 0;
@@ -79,6 +97,7 @@ struct ForwardParts {
 };
 
 ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
+  const double slowest = slowest_gpu_rate(r.gpu_count);
   Workload w = r.workload;
   const int u = w.ulysses_degree, ring = r.ring_degree;
   w.ulysses_degree = u * ring;  // per-rank shapes of USP: the sequence split u·r ways
@@ -129,10 +148,12 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
           }
         }
       }
-      const double t = stage_compute_time_s(s, n);
       const double ew = s.elementwise_bytes / hbm;
       const double launch = double(stage_kernels(s)) * n.compute_launch_s;
-      const double core = t - ew - launch;
+      // The group waits for its slowest GPU at every collective: the compute-bound core runs at the
+      // slowest rank's sustained rate (slowest_gpu_rate, 1 on one GPU).
+      const double core = (stage_compute_time_s(s, n) - ew - launch) / slowest;
+      const double t = core + ew + launch;
       (st.stage.kind == BlockStage::Kind::linear ? f.gemm : f.attention) += core;
       f.elementwise += ew;
       f.launch += launch;

@@ -4,8 +4,9 @@
 // issue bound, offload traffic, and for whole generations the text encoder and the VAE decoder.
 //
 //   forward   = max(GPU time, host issue time)
-//     GPU     = Σ_blocks [Σ_stages stage_compute_time_s + Ulysses all-to-alls + exposed ring and
-//               FSDP traffic] + non-block weights / HBM
+//     GPU     = Σ_blocks [Σ_stages (GEMM/attention core / s(N) + elementwise + launch) + Ulysses
+//               all-to-alls + exposed ring and FSDP traffic] + non-block weights / HBM,
+//               s(N) = slowest_gpu_rate(GPUs of the record)
 //     host    = kernels · host_kernel_issue_s (eager) or · kCompiledHostFactor (compiled)
 //   step      = forwards per step (2 with sequential CFG) · forward
 //   denoise   = steps · step
@@ -38,6 +39,14 @@ struct PublishedPrediction {
   double forward_time_s = 0;            ///< one forward (time records)
   double kernels_per_forward = 0;       ///< kernel launches of one forward (host issue bound)
 };
+
+/// Sustained compute rate of a synchronous group of `gpus` GPUs (Ulysses all-to-alls and ring steps
+/// wait for every rank) relative to one median GPU: the expected slowest of `gpus`, with the GPUs'
+/// sustained rates spread uniformly below the fastest over the width that makes the slowest of 8
+/// run at 727/752 of the median ([MLE-bench], gpu-catalogue.md §2.1, 8 busy H200s):
+///   s(N) = (1 − w·N/(N+1)) / (1 − w/2),  w = (1 − 727/752) / (8/9 − 727/1504);  s(1) = 1.
+/// The published predictor divides the GEMM and attention cores of a multi-GPU record by s(N).
+double slowest_gpu_rate(int gpus);
 
 /// Node of the record with the scales applied (efficiencies clamped to 1).
 NodeSpec published_record_node(const PublishedRecord& r, const PublishedScales& scales = {});

@@ -3,6 +3,8 @@
 // by kernel) and the contract that non-GEMM work is priced inside the existing stages.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "model/analytical.hpp"
 #include "model/architecture.hpp"
 #include "model/error.hpp"
@@ -148,6 +150,27 @@ TEST_CASE("shorter KV sequences run attention at a lower rate (FA3 paper curve)"
     last = f;
   }
   CHECK(attention_kernel_factor(AttentionShape{1, 24, 16384, 512, 128}, AttentionKernel::fa3, n) == Approx(467.0 / 648.0));
+}
+
+TEST_CASE("attention CTAs (B·H·ceil(q/128)) run in waves of SMs × CTAs per SM (FA3 1, FA2 2), relative to the curves' 2048 CTAs") {
+  // fill(c, slots) = c / (ceil(c / slots) · slots); the factor is fill(shape) / fill(2048), capped at 1.
+  auto fill = [](double c, double slots) { return c / (std::ceil(c / slots) * slots); };
+  const NodeSpec h100 = node("1xh100-sxm");  // 132 SMs, Hopper: FA3, 1 CTA per SM
+  REQUIRE(h100.sm_count == 132);
+  // 133 CTAs (1 head × 133 query blocks): two waves of 132, the second almost empty. KV 16k: the
+  // curve is at its ceiling, so the factor is the wave fill alone.
+  const AttentionShape one_over{1, 1, 133 * 128, 16384, 128};
+  CHECK(attention_kernel_factor(one_over, AttentionKernel::fa3, h100) == Approx(fill(133, 132) / fill(2048, 132)));
+  CHECK(fill(133, 132) / fill(2048, 132) < 0.53);
+  // Whole waves (264 CTAs) fill better than the curves' 2048 (15.5 waves): capped at 1.
+  CHECK(attention_kernel_factor(AttentionShape{1, 2, 132 * 128, 16384, 128}, AttentionKernel::fa3, h100) == 1.0);
+  // A partial last query block still occupies a CTA: 129 rows are two blocks.
+  CHECK(attention_kernel_factor(AttentionShape{1, 66, 129, 16384, 128}, AttentionKernel::fa3, h100) == 1.0);
+  // FA2 (A100: 108 SMs, 2 CTAs per SM = 216 slots): 217 CTAs take two waves.
+  const NodeSpec a100 = node("8xa100-sxm");
+  REQUIRE(a100.sm_count == 108);
+  CHECK(attention_kernel_factor(AttentionShape{1, 1, 217 * 128, 16384, 128}, AttentionKernel::fa2, a100) ==
+        Approx(fill(217, 216) / fill(2048, 216)));
 }
 
 TEST_CASE("wan2.2-t2v-a14b: two experts of the Wan2.1-14B shape, boundary 0.875") {

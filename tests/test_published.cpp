@@ -8,6 +8,9 @@
 #include <set>
 
 #include "model/architecture.hpp"
+#include "model/workload.hpp"
+#include "model/kernel_model.hpp"
+#include "model/analytical.hpp"
 #include "model/calibration.hpp"
 #include "model/calibration_published.hpp"
 #include "model/error.hpp"
@@ -171,6 +174,42 @@ TEST_CASE("ring-only attention: the output merge's (r - 1)·10 + 12 B and an 8 B
     return;
   }
   FAIL("record xdit-flux-r2-compiled not found");
+}
+
+TEST_CASE("a synchronous group computes at its slowest GPU: s(1) = 1, s(8) = 727/752, s(N) = (1 - wN/(N+1))/(1 - w/2) decreasing") {
+  CHECK(slowest_gpu_rate(1) == 1.0);
+  CHECK(slowest_gpu_rate(8) == Approx(727.0 / 752.0).epsilon(1e-12));
+  const double r8 = 727.0 / 752.0, w = (1 - r8) / (8.0 / 9.0 - r8 / 2.0);
+  for (int n : {2, 3, 4, 6, 8, 16}) {
+    CHECK(slowest_gpu_rate(n) == Approx((1 - w * n / (n + 1.0)) / (1 - w / 2)).epsilon(1e-12));
+    CHECK(slowest_gpu_rate(n) < slowest_gpu_rate(n / 2));  // more GPUs, a slower slowest one
+  }
+  // Never below the slowest rate the spread allows (1 − w against the median 1 − w/2).
+  CHECK(slowest_gpu_rate(1 << 20) > (1 - w) / (1 - w / 2));
+}
+
+TEST_CASE("a multi-GPU record's GEMM and attention parts are its ranks' cores divided by s(N); one GPU is unchanged") {
+  // xDiT's Ulysses-2 and Ulysses-4 FLUX records (no ring, so the stages are the kernel model's
+  // per-rank stages unchanged): the GEMM part is Σ (stage − elementwise − launch) / s(N).
+  const std::vector<PublishedRecord> all = load_published_records(kDir);
+  for (const PublishedRecord& r : all) {
+    if (r.id != "xdit-flux-u2-compiled" && r.id != "xdit-flux-u4-compiled") continue;
+    const PublishedPrediction p = predict_published(r);
+    PublishedScales none;
+    const NodeSpec n = published_record_node(r, none);
+    // Recompute the cores with the kernel model alone: Σ (stage time − elementwise − launch).
+    Workload w = r.workload;
+    w.ulysses_degree = r.workload.ulysses_degree * r.ring_degree;
+    const ForwardCost cost = forward_cost(w);
+    double gemm = 0;
+    for (const BlockCost& b : cost.blocks)
+      for (const StageCost& st : b.stages)
+        if (st.stage.kind == BlockStage::Kind::linear)
+          gemm += stage_compute_time_s(st, n) - st.elementwise_bytes / (n.hbm_efficiency * n.hbm_bytes_per_s) -
+                  double(stage_kernels(st)) * n.compute_launch_s;
+    const double mult = double(r.steps) * r.forwards_per_step();
+    CHECK(p.parts.at("gemm") == Approx(mult * gemm / slowest_gpu_rate(r.gpu_count)).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("scaling series: speedups are ratios of the series' own predictions and figures") {
