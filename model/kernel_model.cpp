@@ -58,8 +58,10 @@ bool is_hopper(const NodeSpec& node) { return node.gpu_architecture == "hopper";
 // there so that "we get 2 CTAs per SM"; taken as 2 resident CTAs per SM on every GPU (assumed for
 // sm80/sm90: shared memory allows 3, the 4-warp CTA's registers are assumed to allow 2).
 // FlashAttention-3 (hopper/): 128-row query tiles, three warpgroups (producer + 2 consumers) with
-// most of the 228 KB of shared memory: 1 CTA per SM; non-causal, non-varlen forward launches one CTA
-// per tile (SingleTileScheduler), so tiles run in waves. SDPA's flash backend and Sage as FA2.
+// most of the 228 KB of shared memory: 1 CTA per SM; on sm90 without split-KV it launches a
+// persistent scheduler (hopper/flash_fwd_launch_template.h UsePersistentScheduler; for non-causal
+// StaticPersistentTileScheduler, one CTA per SM striding over the tiles), so the tiles still finish
+// in ⌈tiles / SMs⌉ rounds. SDPA's flash backend and Sage as FA2.
 constexpr double kAttentionBlockM = 128;
 constexpr double kFa2CtasPerSm = 2, kFa3CtasPerSm = 1;
 constexpr double kCurveCtas = 2048;  // FA3 paper Fig. 5 shapes: 16 heads × 16k / 128 query blocks
