@@ -70,18 +70,23 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
 void clear_chunkflow_planner_cache();
 
 /// This thread's counts since it started: plans that found their planner kept or made a new one,
-/// and (placement, slot count) estimates that were found kept or computed.
+/// (placement, slot count) estimates that were found kept or computed, of the kept ones those
+/// taken from another (fraction, placement) whose chunks are the same, and the closed-loop passes
+/// the computed ones ran (Planner::run_pass, lazy and eager alike).
 struct PlannerCacheStats {
   int64_t planner_hits = 0, planner_misses = 0;
   int64_t estimate_hits = 0, estimate_misses = 0;
+  int64_t estimate_shared = 0;
+  int64_t passes = 0;
 };
 PlannerCacheStats chunkflow_planner_cache_stats();
 
 /// With `on`, this thread's chunkflow planners take no shortcut: every copy still moving when a
 /// window's real times become known is re-timed at once, as the estimate is defined
 /// (runtime/policy_chunkflow.cpp Planner::run); the default re-times lazily, when something reads a
-/// copy's times, which must give the same plans op for op (tests/test_policy.cpp checks it). For
-/// tests; off by default.
+/// copy's times, which must give the same plans op for op (tests/test_policy.cpp checks it); and
+/// a (fraction, placement) whose chunks equal an earlier one's computes its own estimates instead
+/// of sharing that one's. For tests; off by default.
 void set_chunkflow_planner_exhaustive(bool on);
 
 // ---- Helpers the policies share -------------------------------------------------------------

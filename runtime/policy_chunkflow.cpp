@@ -38,7 +38,8 @@
 // A planner is made per (workload, node, simulated steps, chunk size) and kept per thread with the
 // residencies and estimates it computed (cached_planner below): a sweep's configurations around one
 // chunk size differ in fraction, budget and lookahead, and "auto" tries the fractions the explicit
-// configurations did. Plans are identical with or without it (tests/test_policy.cpp).
+// configurations did; placements or fractions that cut the same chunks share their estimates
+// (Planner::placed_at). Plans are identical with or without it (tests/test_policy.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -80,6 +81,7 @@ struct Chunk {
   int step = 0, block = 0;
   double offset_bytes = 0, bytes = 0;
   int first_reader = 0, last_reader = 0;  ///< global program positions
+  bool operator==(const Chunk&) const = default;
 };
 
 struct Residency {
@@ -377,6 +379,7 @@ class Planner {
                     const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
                     const std::vector<double>& pred_program_start_s, const Estimate* lane_pred, bool* in_order) const {
     Estimate e;
+    ++planner_cache_stats.passes;
     const bool lazy = in_order != nullptr;
     const int G = steps_ * n_;
     const double lat = node_.h2d_latency_s;
@@ -865,7 +868,7 @@ class Planner {
       c.slot_bytes = placed.slot_bytes;
       c.slot_count = slots(config, c.residency, ch, c.slot_bytes);
       if (c.slot_count < 1) continue;
-      c.estimate = estimate_at(fraction, placement, ch, c.slot_count);
+      c.estimate = estimate_at(placed, ch, c.slot_count);
 
       if (!c.estimate.feasible) continue;
       if (!best || c.estimate.step_time_s < best->estimate.step_time_s * (1 - 1e-6)) best = std::move(c);
@@ -949,6 +952,8 @@ class Planner {
     Residency residency;
     std::vector<Chunk> chunks;
     double slot_bytes = 0;
+    std::pair<double, int> key;     ///< its own (fraction, placement)
+    std::pair<double, int> shares;  ///< the first (fraction, placement) made with the same chunks (itself if none)
   };
   const Placed& placed_at(double fraction, Placement placement) const {
     const std::pair<double, int> key{fraction, static_cast<int>(placement)};
@@ -958,15 +963,27 @@ class Planner {
     p.residency = residency(fraction, placement);
     p.chunks = chunks(p.residency);
     for (const Chunk& x : p.chunks) p.slot_bytes = std::max(p.slot_bytes, x.bytes);
+    p.key = p.shares = key;
+    // best_schedule reads the chunks and the slot count alone: placements (or fractions) that cut
+    // the same chunks (nothing resident in any placement, a prefix that tensor alignment rounds to
+    // another fraction's, strided blocks that round alike) have the same estimates.
+    for (const auto& [k, q] : placed_)
+      if (q.shares == k && q.chunks == p.chunks) {
+        p.shares = k;
+        break;
+      }
     kept_bytes_ += double(p.chunks.size() * sizeof(Chunk));
     return placed_.emplace(key, std::move(p)).first->second;
   }
-  /// best_schedule(chunks of (fraction, placement), slot_count), computed once.
-  const Estimate& estimate_at(double fraction, Placement placement, const std::vector<Chunk>& chunks, int slot_count) const {
-    const std::tuple<double, int, int> key{fraction, static_cast<int>(placement), slot_count};
+  /// best_schedule(placed's chunks, slot_count), computed once per chunk list (unless
+  /// planner_exhaustive: once per (fraction, placement)).
+  const Estimate& estimate_at(const Placed& placed, const std::vector<Chunk>& chunks, int slot_count) const {
+    const std::pair<double, int>& owner = planner_exhaustive ? placed.key : placed.shares;
+    const std::tuple<double, int, int> key{owner.first, owner.second, slot_count};
     auto it = estimates_.find(key);
     if (it != estimates_.end()) {
       ++planner_cache_stats.estimate_hits;
+      if (owner != placed.key) ++planner_cache_stats.estimate_shared;
       return it->second;
     }
     ++planner_cache_stats.estimate_misses;

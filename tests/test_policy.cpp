@@ -251,8 +251,10 @@ TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh 
 
 TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive planner's, op for op "
           "(random configurations of the large grid, shipped scenarios at budgets)", "[policy][fast]") {
-  // The shortcut (lazy re-timing of the copy lane, Planner::run) must not change a decision: the
-  // plan, its estimate and its window counts are bit-identical to the eager planner's.
+  // The shortcuts (lazy re-timing of the copy lane, Planner::run; one estimate per chunk list where
+  // placements or fractions cut the same chunks, Planner::estimate_at) must not change a decision:
+  // the plan, its estimate and its window counts are bit-identical to the exhaustive planner's.
+  const PlannerCacheStats before = chunkflow_planner_cache_stats();
   int compared = 0;
   auto compare = [&compared](const Workload& w, const NodeSpec& n, const PolicyConfig& p) {
     std::optional<StepPlan> plans[2];  // [0]: with the shortcuts, [1]: exhaustive
@@ -295,6 +297,7 @@ TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive plann
         }
   }
   CHECK(compared >= 40 + 12);
+  CHECK(chunkflow_planner_cache_stats().estimate_shared > before.estimate_shared);  // the sharing was exercised
 }
 
 TEST_CASE("at equal memory, chunkflow's best plan is no slower than every baseline's", "[policy]") {
