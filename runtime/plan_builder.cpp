@@ -42,16 +42,27 @@ std::pair<int, int> ProgramLayout::readers(int block, double lo, double hi) cons
 
 namespace {
 
-/// "s<step>.b<block, two digits at least>." (formatted by hand: this runs once per op).
-std::string block_prefix(int step, int block) {
-  std::string s;
-  s.reserve(32);
-  s += 's';
-  s += std::to_string(step);
-  s += block < 10 ? ".b0" : ".b";
-  s += std::to_string(block);
-  s += '.';
-  return s;
+/// Appends the decimal digits of v ≥ 0 to s (no temporary string: this runs once per op).
+void append_decimal(std::string& s, int v) {
+  char digits[12];
+  int n = 0;
+  do {
+    digits[n++] = char('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  while (n > 0) s += digits[--n];
+}
+
+/// Sets `name` to "s<step>.b<block, two digits at least>." (in place: keeps its buffer).
+void set_block_prefix(std::string& name, int step, int block) {
+  name.clear();
+  name += 's';
+  if (step < 0) name += std::to_string(step);
+  else append_decimal(name, step);
+  name += block < 10 ? ".b0" : ".b";
+  if (block < 0) name += std::to_string(block);
+  else append_decimal(name, block);
+  name += '.';
 }
 
 }  // namespace
@@ -167,8 +178,14 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
         op.src_offset_bytes = c.offset_bytes;
         op.alloc_bytes = c.bytes;
         op.rate_cap_bytes_per_s = c.rate_cap_bytes_per_s;
-        op.name = block_prefix(c.step, c.block) + (schedule.whole_block_names ? std::string("h2d")
-                                                                              : "h2d.c" + std::to_string(c.chunk));
+        set_block_prefix(op.name, c.step, c.block);
+        if (schedule.whole_block_names) {
+          op.name += "h2d";
+        } else {
+          op.name += "h2d.c";
+          if (c.chunk < 0) op.name += std::to_string(c.chunk);
+          else append_decimal(op.name, c.chunk);
+        }
         if (last_h2d >= 0) op.deps.push_back(last_h2d);
         if (j >= std::size_t(info.slot_count)) op.data_deps.push_back(program_op[last_reader[j - info.slot_count]]);
         if (c.after_position >= 0) op.data_deps.push_back(program_op[c.after_position]);
@@ -194,7 +211,8 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
         op.step = s;
         op.block = pos.block;
         op.stage = pos.stage;
-        op.name = block_prefix(s, pos.block) + stage.name;
+        set_block_prefix(op.name, s, pos.block);
+        op.name += stage.name;
         if (pos.collective) {
           op.kind = OpKind::collective;
           op.lane = Lane::comm;

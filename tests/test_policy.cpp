@@ -95,6 +95,30 @@ TEST_CASE("a compute op waits only for the chunks holding its own weights", "[po
   CHECK(checked > 0);
 }
 
+TEST_CASE("op names: s<step>.b<block, two digits at least>.<stage>, copies .h2d.c<chunk> (layerwise .h2d)", "[policy]") {
+  // The plan builder formats names by hand (runtime/plan_builder.cpp): the same text as
+  // std::to_string gives, for blocks past 99 and steps past 9 too.
+  const auto w = workload("flux.1-dev", 512, 512, 1, 2);
+  for (const std::string name : {"chunkflow", "layerwise"}) {
+    PolicyConfig p = policy(name, 0.25, 16);
+    p.steps = 11;
+    const StepPlan plan = build_plan(w, node("2xh100-pcie"), p);
+    int copies = 0;
+    for (const PlanOp& op : plan.ops) {
+      std::string expected = "s" + std::to_string(op.step) + (op.block < 10 ? ".b0" : ".b") + std::to_string(op.block) + ".";
+      if (op.kind == OpKind::h2d) {
+        expected += name == "layerwise" ? std::string("h2d") : "h2d.c" + std::to_string(op.chunk);
+        ++copies;
+      } else {
+        expected += plan.cost.blocks[std::size_t(op.block)].stages[std::size_t(op.stage)].name;
+      }
+      REQUIRE(op.name == expected);
+    }
+    CHECK(copies > 0);
+    CHECK(plan.cost.blocks.size() > 10);
+  }
+}
+
 TEST_CASE("layerwise moves whole blocks through lookahead + 1 slots", "[policy]") {
   const auto w = workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
   for (int lookahead : {1, 3}) {
