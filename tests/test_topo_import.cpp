@@ -69,8 +69,9 @@ TEST_CASE("HGX H20: NV18 every pair is an NVSwitch, a switch per GPU (its NIC un
   for (int a = 0; a < 8; ++a)
     for (int b = 0; b < 8; ++b)
       if (a != b) CHECK(topo.peer_path(a, b).transport == Transport::nvlink_p2p);
-  // NV18 × (900 GB/s / 18 links) / 2 per direction = 450 GB/s.
-  CHECK(Topology::bottleneck_bytes_per_s(s, topo.peer_path(0, 7).route) == Approx(450e9));
+  // NV18 × (900 GB/s / 18 links) / 2 per direction = 450 GB/s raw, × 320/450 (NCCL's all-to-all
+  // busbw on H100 [GTC25]) = 320 GB/s, the built-in 8xh100-sxm figure.
+  CHECK(Topology::bottleneck_bytes_per_s(s, topo.peer_path(0, 7).route) == Approx(320e9));
 }
 
 // source: GitHub gengwg/cheatsheets gpu.md (DGX A100)
@@ -100,7 +101,7 @@ TEST_CASE("H100 NVL: NV12 bridge pairs, NODE within a socket, SYS across: P2P on
   const Topology topo(n, s);
   CHECK(topo.peer_path(0, 1).transport == Transport::nvlink_p2p);
   CHECK(topo.peer_path(0, 1).vertices == std::vector<std::string>{"gpu0", "gpu1"});
-  CHECK(Topology::bottleneck_bytes_per_s(s, topo.peer_path(0, 1).route) == Approx(300e9));  // 12 × 50 / 2
+  CHECK(Topology::bottleneck_bytes_per_s(s, topo.peer_path(0, 1).route) == Approx(300e9 * 320 / 450));  // 12 × 50 / 2 × 320/450
   CHECK(topo.peer_path(0, 2).transport == Transport::shm);
   CHECK(topo.peer_path(0, 2).level == PathLevel::node);
   CHECK(topo.peer_path(0, 4).level == PathLevel::sys);
