@@ -72,10 +72,12 @@ constexpr std::size_t kSlackWalkChunks = 256;
 constexpr double kAutoWithinBound = 1.02;
 
 /// How copies treat a collective window: one treatment for every window of a plan (the first four),
-/// or per_window: each copy that meets a window yields, shares at the share_free cap or ignores it,
-/// by its slack (Planner::run).
-enum class WindowMode { share_free, yield, share_tolerant, ignore, per_window };
-constexpr int kWindowModes = 5;
+/// or per window, by the copy's slack (Planner::run): per_window: each copy that meets a window
+/// yields, shares at the share_free cap or ignores it; per_window_share: shares at the share_free
+/// cap, else at the share_tolerant cap, while the lane's slack affords the delay, else takes the
+/// treatment of the single-treatment plan it predicts from.
+enum class WindowMode { share_free, yield, share_tolerant, ignore, per_window, per_window_share };
+constexpr int kWindowModes = 6;
 
 struct Chunk {
   int step = 0, block = 0;
@@ -100,6 +102,8 @@ struct Estimate {
   std::vector<double> program_start_s;  ///< per global position
   std::vector<double> chunk_slack_s;    ///< per chunk: its first reader's start − its landing
   std::vector<double> chunk_gap_s;      ///< per chunk: the lane's idle time before its first piece
+  std::vector<double> chunk_min_slack_s;  ///< per chunk q: min of chunk_slack_s over chunks q, q+1, …
+  WindowMode mode = WindowMode::yield;   ///< the treatment of the estimate predicted from
   int yield = 0, share = 0, ignore = 0;              ///< windows of the last step by what ran in them
 };
 
@@ -227,6 +231,12 @@ class Planner {
     per = mode_rates_[static_cast<int>(WindowMode::share_free)];
     per.mode = WindowMode::per_window;
     per.same_as = -1;
+    // per_window_share: share_free's cap and rates, and share_tolerant's for the copies it caps at
+    // that cap (run_pass: capped_of); nothing to share without a share_free cap.
+    ModeRates& per_share = mode_rates_[static_cast<int>(WindowMode::per_window_share)];
+    per_share = mode_rates_[static_cast<int>(WindowMode::share_free)];
+    per_share.mode = WindowMode::per_window_share;
+    per_share.same_as = free.mode == WindowMode::yield ? int(WindowMode::yield) : -1;
   }
 
   /// Where the resident bytes go (the plan's `residency` names it).
@@ -386,9 +396,17 @@ class Planner {
     const double C = chunk_bytes_;
     const double min_piece = std::min(C, std::max(C / 8, 1 * kMiB));
     const ModeRates& rates = mode_rates_[static_cast<int>(mode)];
-    if (mode != WindowMode::per_window) mode = rates.mode;  // a share mode with no cap left runs as yield
+    const bool per_window_mode = mode == WindowMode::per_window || mode == WindowMode::per_window_share;
+    if (!per_window_mode) mode = rates.mode;  // a share mode with no cap left runs as yield
     const double cap = rates.cap_bytes_per_s;
     const std::vector<Shares>& shares = rates.shares;
+    // per_window_share's second cap (share_tolerant's; 0 when it has none of its own) and the rates
+    // of a collective beside copies capped at `copy_cap`.
+    const ModeRates& tolerant = mode_rates_[static_cast<int>(WindowMode::share_tolerant)];
+    const double tolerant_cap = mode == WindowMode::per_window_share && tolerant.same_as < 0 ? tolerant.cap_bytes_per_s : 0.0;
+    auto capped_of = [&](std::size_t c, double copy_cap) -> const CollectiveShare& {
+      return tolerant_cap > 0 && copy_cap == tolerant_cap ? tolerant.shares[c].capped : shares[c].capped;
+    };
 
     // Working arrays reused across passes (a plan's passes allocate once): per position, per chunk,
     // per copy piece in lane order.
@@ -477,7 +495,7 @@ class Planner {
           bytes -= alone * (ws - t);
           t = ws;
         }
-        const double r = copy_cap > 0 ? shares[c].capped.copy_bytes_per_s : shares[c].uncapped.copy_bytes_per_s;
+        const double r = copy_cap > 0 ? capped_of(c, copy_cap).copy_bytes_per_s : shares[c].uncapped.copy_bytes_per_s;
         if (bytes <= r * (we - t)) return t + bytes / r;
         bytes -= r * (we - t);
         t = we;
@@ -573,10 +591,41 @@ class Planner {
         // pass's program, shifted by the current lag); else share at the cap that leaves the
         // collective its rate when, capped from the window on, it still lands by then; else ignore
         // (the reader would stall: run uncapped).
-        auto choose = [&](double ws, double we, bool can_wait, bool can_share) {
-          if (mode != WindowMode::per_window) return mode;
+        // per_window_share: share at the share_free cap when the delay that costs (capped in the
+        // window, the rest uncapped after it) is affordable, else at the share_tolerant cap when
+        // that is, else the predicted plan's treatment. Its slack test counts the delay the lane
+        // has taken so far against the predicted plan (`drift`: each share it chose slows the lane
+        // and, by shortening the window, speeds the program), and a delay that no idle gap absorbs
+        // within the walk is allowed when every later copy's predicted slack covers it.
+        auto choose = [&](double ws, double we, bool can_wait, bool can_share, std::size_t c_run) {
+          if (!per_window_mode) return mode;
           const double reader_s = pred_program_start_s[std::size_t(ch.first_reader)] + lag_s;
           const double now_s = copy_end_s(t0 + lat, rem, 0);
+          if (mode == WindowMode::per_window_share) {
+            const double drift = lane_pred ? lane_pred->chunk_slack_s[j] - (reader_s - now_s) : 0.0;
+            auto affordable = [&](double d) {
+              if (now_s + d > reader_s) return false;
+              if (!lane_pred) return true;
+              d += drift;
+              std::size_t k = j + 1;
+              for (; k < chunks.size() && k <= j + kSlackWalkChunks; ++k) {
+                d -= lane_pred->chunk_gap_s[k];
+                if (d <= 0) return true;
+                if (lane_pred->chunk_slack_s[k] < d) return false;
+              }
+              return k >= chunks.size() || d <= lane_pred->chunk_min_slack_s[k];
+            };
+            // When the copy ends, capped at `share_cap` within the window run, the rest uncapped.
+            auto share_end = [&](double share_cap) {
+              const double from = std::max(t0, ws) + lat;
+              const double room = std::max(0.0, capped_of(c_run, share_cap).copy_bytes_per_s * (we - from));
+              if (rem <= room + kOverrunBytes) return copy_end_s(from, rem, share_cap);
+              return copy_end_s(we + lat, rem - room, 0);
+            };
+            if (can_share && affordable(share_end(cap) - now_s)) return WindowMode::share_free;
+            if (can_share && tolerant_cap > 0 && affordable(share_end(tolerant_cap) - now_s)) return WindowMode::share_tolerant;
+            return lane_pred ? lane_pred->mode : WindowMode::ignore;
+          }
           // A delay d of this copy pushes the copies behind it on the lane until an idle gap of the
           // lane (previous pass) absorbs it: allowed when none of them then misses its reader.
           auto affordable = [&](double d) {
@@ -608,7 +657,7 @@ class Planner {
               bytes = *b;
               break;
             }
-            const WindowMode local = choose(ws, we, can_wait, can_hold);
+            const WindowMode local = choose(ws, we, can_wait, can_hold, c);
             if (local == WindowMode::ignore) break;
             if (local == WindowMode::yield ? !can_wait : !can_hold) break;  // needed soon: run into it
             if (local == WindowMode::yield) {
@@ -621,12 +670,13 @@ class Planner {
             continue;
           }
           // Inside the run.
-          const WindowMode local = choose(ws, we, can_wait, true);
+          const WindowMode local = choose(ws, we, can_wait, true, c);
           if (local == WindowMode::ignore) break;
           if (local != WindowMode::yield) {
-            if (auto b = fit(we - t0, shares[c].capped.copy_bytes_per_s, rem, true)) {
+            const double local_cap = local == WindowMode::share_tolerant && tolerant_cap > 0 ? tolerant_cap : cap;
+            if (auto b = fit(we - t0, capped_of(c, local_cap).copy_bytes_per_s, rem, true)) {
               bytes = *b;
-              piece_cap_bps = cap;
+              piece_cap_bps = local_cap;
               break;
             }
           }
@@ -721,7 +771,7 @@ class Planner {
         start_s[g] = ready;
         const Shares& sh = shares[next_coll];
         end_s[g] = ready + (copy_cap == 0 ? sh.alone_s : std::isinf(copy_cap) ? sh.uncapped.collective_time_s
-                                                                              : sh.capped.collective_time_s);
+                                                                              : capped_of(next_coll, copy_cap).collective_time_s);
         if (s == steps_ - 1) ++(copy_cap == 0 ? e.yield : std::isinf(copy_cap) ? e.ignore : e.share);
         // Copies timed against this window's prediction keep their times when it came true and the
         // lag (so every later prediction) is unchanged; otherwise they are re-timed.
@@ -795,8 +845,9 @@ class Planner {
   /// What a later pass predicts from: the windows of estimate `e`, and with `lane`, the program's
   /// start times and the copies' slack and lane gaps of the run() that made `e` (read from its
   /// working arrays, so right after it).
-  Estimate prediction_of(const Estimate& e, const std::vector<Chunk>& chunks, bool lane) const {
+  Estimate prediction_of(const Estimate& e, const std::vector<Chunk>& chunks, bool lane, WindowMode mode) const {
     Estimate p;
+    p.mode = mode;
     p.window_start_s = e.window_start_s;
     p.window_end_s = e.window_end_s;
     if (lane) {
@@ -805,6 +856,9 @@ class Planner {
       for (std::size_t q = 0; q < chunks.size(); ++q)
         p.chunk_slack_s[q] = scratch_.start_s[std::size_t(chunks[q].first_reader)] - scratch_.landed_s[q];
       p.chunk_gap_s = scratch_.chunk_gap_s;
+      p.chunk_min_slack_s.resize(chunks.size());
+      for (std::size_t q = chunks.size(); q-- > 0;)
+        p.chunk_min_slack_s[q] = q + 1 < chunks.size() ? std::min(p.chunk_slack_s[q], p.chunk_min_slack_s[q + 1]) : p.chunk_slack_s[q];
     }
     return p;
   }
@@ -819,9 +873,9 @@ class Planner {
     Estimate best;
     Estimate best_prediction = stall_free_;  // per_window's: the best single-treatment estimate's
     for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore,
-                            WindowMode::per_window}) {
+                            WindowMode::per_window, WindowMode::per_window_share}) {
       if (mode_rates_[static_cast<int>(mode)].same_as >= 0) continue;  // a mode already estimated, same rates
-      const bool per_window = mode == WindowMode::per_window;
+      const bool per_window = mode == WindowMode::per_window || mode == WindowMode::per_window_share;
       const Estimate& seed = per_window ? best_prediction : stall_free_;
       std::vector<double> prev_start = seed.window_start_s, prev_end = seed.window_end_s;
       // per_window predicts from an estimate of the whole schedule already: one pass.
@@ -831,7 +885,7 @@ class Planner {
         if (!e.feasible) break;
         if (pass == 0) prev_start = e.window_start_s, prev_end = e.window_end_s;
         if (e.step_time_s < best.step_time_s * (1 - 1e-9)) {
-          if (!per_window) best_prediction = prediction_of(e, chunks, true);
+          if (!per_window) best_prediction = prediction_of(e, chunks, true, mode);
           best = std::move(e);
         }
         if (reaches_stall_free(best)) return best;
