@@ -137,6 +137,15 @@ class Planner {
     }
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
+    // FSDP: the other ranks' shards a block's all-gather allocates stay until the block's last
+    // compute op, and the all-gather of block b waits for block b−2's last compute
+    // (runtime/plan_builder.cpp), so at most two consecutive blocks (across the step's wrap-around
+    // too) hold them at once: the budget pays for the largest such pair.
+    std::vector<double> gathered(cost_.blocks.size(), 0.0);
+    for (std::size_t b = 0; b < cost_.blocks.size(); ++b)
+      for (const StageCost& st : cost_.blocks[b].stages) gathered[b] += st.gather_alloc_bytes;
+    for (std::size_t b = 0; b < gathered.size(); ++b)
+      gathered_bytes_ = std::max(gathered_bytes_, gathered[b] + gathered[(b + 1) % gathered.size()]);
     copy_alone_bytes_per_s_ = link_.copy_alone_bytes_per_s();
     init_mode_rates();
     stall_free_ = run({}, 0, WindowMode::yield, {}, {}, {});
@@ -350,7 +359,7 @@ class Planner {
   int slots(const PolicyConfig& config, const Residency& r, const std::vector<Chunk>& chunks, double slot_bytes) const {
     if (chunks.empty()) return 0;
     const double resident = cost_.non_block_weight_bytes + r.resident_block_bytes;
-    const double left = buffer_bytes_left(config, resident, cost_.activation_bytes);
+    const double left = buffer_bytes_left(config, resident, cost_.activation_bytes + gathered_bytes_);
     std::vector<int> per_block(cost_.blocks.size(), 0);
     for (const Chunk& c : chunks)
       if (c.step == 0) ++per_block[c.block];
@@ -914,7 +923,7 @@ class Planner {
       const std::vector<Chunk>& ch = placed.chunks;
       if (ch.empty()) {  // everything resident
         if (buffer_bytes_left(config, cost_.non_block_weight_bytes + c.residency.resident_block_bytes,
-                              cost_.activation_bytes) < 0)
+                              cost_.activation_bytes + gathered_bytes_) < 0)
           continue;
         c.estimate = stall_free_;
         return c;
@@ -941,7 +950,7 @@ class Planner {
       double total = 0;
       for (const auto& b : cost_.blocks) total += b.weight_bytes;
       const double mean = total / double(cost_.blocks.size());
-      const double room = *config.memory_budget_bytes - cost_.activation_bytes - cost_.non_block_weight_bytes;
+      const double room = *config.memory_budget_bytes - cost_.activation_bytes - gathered_bytes_ - cost_.non_block_weight_bytes;
       for (double k : {0.5, 1.0, 2.0, 3.0}) {
         // resident R·total + buffer k·(1−R)·mean = room
         const double r = (room - k * mean) / (total - k * mean);
@@ -1062,6 +1071,7 @@ class Planner {
   WorkloadLinkModel link_;             ///< every collective kind on its groups and routes
   std::vector<Collective> collectives_;  ///< distinct collectives of a step
   std::vector<int> collective_g_;      ///< global positions of the collectives
+  double gathered_bytes_ = 0;          ///< FSDP: the most gathered shard bytes held at once (else 0)
   double critical_path_s_ = 0;         ///< one step of the program with no copies (compute and uncontended
                                        ///< collectives, overlapped where the plan overlaps them)
   Estimate stall_free_;                ///< the program with no copies: what no schedule beats
