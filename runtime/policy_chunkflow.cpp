@@ -582,6 +582,10 @@ class Planner {
       pend_lag = lag_s;
     };
 
+    // per_window_share: the window its last decision was for, and that decision (every copy that
+    // meets the window takes it: the estimate prices a collective by the copy in flight at its start).
+    std::size_t decided_window = collective_g_.size();
+    WindowMode decided_mode = WindowMode::ignore;
     auto issue_copies = [&] {
       while (j < chunks.size()) {
         const std::size_t k = piece_last_reader.size();
@@ -631,9 +635,13 @@ class Planner {
               if (rem <= room + kOverrunBytes) return copy_end_s(from, rem, share_cap);
               return copy_end_s(we + lat, rem - room, 0);
             };
-            if (can_share && affordable(share_end(cap) - now_s)) return WindowMode::share_free;
-            if (can_share && tolerant_cap > 0 && affordable(share_end(tolerant_cap) - now_s)) return WindowMode::share_tolerant;
-            return lane_pred ? lane_pred->mode : WindowMode::ignore;
+            if (c_run == decided_window) return decided_mode;
+            decided_window = c_run;
+            if (can_share && affordable(share_end(cap) - now_s)) return decided_mode = WindowMode::share_free;
+            if (can_share && tolerant_cap > 0 && lane_pred && lane_pred->mode == WindowMode::ignore &&
+                affordable(share_end(tolerant_cap) - now_s))
+              return decided_mode = WindowMode::share_tolerant;
+            return decided_mode = lane_pred ? lane_pred->mode : WindowMode::ignore;
           }
           // A delay d of this copy pushes the copies behind it on the lane until an idle gap of the
           // lane (previous pass) absorbs it: allowed when none of them then misses its reader.
@@ -885,6 +893,12 @@ class Planner {
                             WindowMode::per_window, WindowMode::per_window_share}) {
       if (mode_rates_[static_cast<int>(mode)].same_as >= 0) continue;  // a mode already estimated, same rates
       const bool per_window = mode == WindowMode::per_window || mode == WindowMode::per_window_share;
+      // per_window_share spends the predicted plan's slack on treatments that slow the collectives
+      // less than its own: none when it shares at the lossless cap or yields already.
+      if (mode == WindowMode::per_window_share &&
+          (best_prediction.chunk_slack_s.empty() || best_prediction.mode == WindowMode::share_free ||
+           best_prediction.mode == WindowMode::yield))
+        continue;
       const Estimate& seed = per_window ? best_prediction : stall_free_;
       std::vector<double> prev_start = seed.window_start_s, prev_end = seed.window_end_s;
       // per_window predicts from an estimate of the whole schedule already: one pass.
@@ -969,14 +983,26 @@ class Planner {
       choice = plan_fraction(config, *config.resident_fraction);
     } else {
       std::optional<Choice> fastest;
-      for (double fraction : auto_fractions(config)) {
-        auto c = plan_fraction(config, fraction);
+      const std::vector<double> fractions = auto_fractions(config);
+      std::size_t fastest_at = 0;
+      for (std::size_t k = 0; k < fractions.size(); ++k) {
+        auto c = plan_fraction(config, fractions[k]);
         if (!c) continue;
         if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
           choice = std::move(c);
           break;
         }
-        if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c);
+        if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c), fastest_at = k;
+      }
+      // None within reach of the bound: the fastest fraction's neighbours on the tried grid are
+      // up to 0.1 away; try the midpoints on either side (ties: the one tried first).
+      if (!choice && fastest) {
+        for (std::size_t side : {std::size_t(0), std::size_t(1)}) {
+          if (side == 0 ? fastest_at == 0 : fastest_at + 1 >= fractions.size()) continue;
+          const double mid = std::floor(500 * (fractions[fastest_at] + fractions[side == 0 ? fastest_at - 1 : fastest_at + 1])) / 1000;
+          auto c = plan_fraction(config, mid);
+          if (c && c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c);
+        }
       }
       if (!choice) choice = std::move(fastest);
     }

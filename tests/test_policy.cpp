@@ -503,8 +503,9 @@ TEST_CASE("chunkflow's per_window_share treatment: copies share at two caps, a w
       if (q.rate_cap_bytes_per_s != lower_cap) only_lower = false;
     }
     if (beside == 0 || !only_lower) continue;
-    INFO(c.name << " rank " << op.rank << ": " << c.end_s - c.start_s << " s, alone " << alone_s[{c.name, op.rank}] << " s");
-    CHECK(c.end_s - c.start_s <= alone_s[{c.name, op.rank}] * (1 + 1e-6));
+    const double alone_time_s = alone_s[std::make_pair(c.name, op.rank)];
+    INFO(c.name << " rank " << op.rank << ": " << c.end_s - c.start_s << " s, alone " << alone_time_s << " s");
+    CHECK(c.end_s - c.start_s <= alone_time_s * (1 + 1e-6));
     ++kept;
   }
   CHECK(kept > 0);
