@@ -16,13 +16,18 @@
 //     budget (or L+1 blocks' worth) allows, simulated against the program with stalls included
 //     (closed loop): a chunk that would run into the next all-to-all window is split at the window's
 //     estimated edge; inside a window the copy yields (waits for the collective's end), shares
-//     (runs rate-capped) or ignores it (runs uncapped). Five candidates, the estimate picks: one
+//     (runs rate-capped) or ignores it (runs uncapped). Six candidates, the estimate picks: one
 //     treatment for every window (share at the cap that leaves the all-to-all its rate, yield, share
 //     at the cap that slows it ≤ 10 %, ignore), or per window: each copy that meets a window yields
 //     when the delay still lands it, and every copy behind it on the lane until an idle gap of the
 //     lane absorbs the delay, before its first reader's predicted start; else shares at the first
-//     cap when that delay is affordable; else ignores the window (its reader would stall). Its
-//     prediction (reader starts, the lane's slack and gaps) is the best single-treatment estimate's.
+//     cap when that delay is affordable; else ignores the window (its reader would stall); or per
+//     window sharing: where the best single treatment shares at the higher cap or ignores the
+//     windows, each window is shared at the first cap (if that plan ignores them, else at the
+//     higher cap) while the lane's slack affords it, counting the delay taken so far and every
+//     later copy's slack, and treated as that plan treats it otherwise (FSDP's all-gathers, whose
+//     lane runs tens of ms ahead). Both per-window candidates predict (reader starts, the lane's
+//     slack and gaps) from the best single-treatment estimate.
 //     The window edges come from the previous pass of the estimate (two passes; the first from the
 //     stall-free program); copies still moving when a window's real times become known are re-timed
 //     (lazily, when their times are next read, with the same result: Planner::run).
@@ -30,7 +35,11 @@
 //     ½, 1, 2 or 3 blocks' worth of buffers) whose estimated step time is within 2 % of the critical
 //     path (the program with no copies: compute and uncontended collectives, overlapped where the
 //     plan overlaps them, as ring attention's K/V pass and FSDP's all-gathers; the bound no plan
-//     beats); failing that, the fastest.
+//     beats); failing that, the fastest, after trying the midpoints between it and its neighbours
+//     in that list (on FLUX 1024² with FSDP at a 3.59 GiB budget the list holds 0, 0.1, 0.197, …;
+//     0.148 runs at the no-offload step, 0.1 and 0.197 at 1.03 and 1.07× it).
+// With FSDP the budget also pays for the gathered shards of two consecutive blocks (the most the
+// plan holds at once), besides the resident weights, the copy slots and the activations.
 // The estimate uses model/link_model.hpp (WorkloadLinkModel: every collective kind on its own groups
 // and routes, every rank's copies beside it, so GPUs that share a PCIe switch uplink split it) for
 // the rates copies and a collective get together, and model/analytical.hpp for compute; the
@@ -73,9 +82,9 @@ constexpr double kAutoWithinBound = 1.02;
 
 /// How copies treat a collective window: one treatment for every window of a plan (the first four),
 /// or per window, by the copy's slack (Planner::run): per_window: each copy that meets a window
-/// yields, shares at the share_free cap or ignores it; per_window_share: shares at the share_free
-/// cap, else at the share_tolerant cap, while the lane's slack affords the delay, else takes the
-/// treatment of the single-treatment plan it predicts from.
+/// yields, shares at the share_free cap or ignores it; per_window_share: each window is shared at
+/// the share_free cap (or, where the plan it predicts from ignores windows, at the share_tolerant
+/// cap) while the lane's slack affords the delay, else treated as that plan treats it.
 enum class WindowMode { share_free, yield, share_tolerant, ignore, per_window, per_window_share };
 constexpr int kWindowModes = 6;
 
@@ -604,17 +613,21 @@ class Planner {
         // pass's program, shifted by the current lag); else share at the cap that leaves the
         // collective its rate when, capped from the window on, it still lands by then; else ignore
         // (the reader would stall: run uncapped).
-        // per_window_share: share at the share_free cap when the delay that costs (capped in the
-        // window, the rest uncapped after it) is affordable, else at the share_tolerant cap when
-        // that is, else the predicted plan's treatment. Its slack test counts the delay the lane
-        // has taken so far against the predicted plan (`drift`: each share it chose slows the lane
-        // and, by shortening the window, speeds the program), and a delay that no idle gap absorbs
-        // within the walk is allowed when every later copy's predicted slack covers it.
+        // per_window_share, once per window (every copy meeting it takes the same treatment): share
+        // at the share_free cap when the delay that costs (capped in the window, the rest uncapped
+        // after it) is affordable, else, when the predicted plan ignores the windows, at the
+        // share_tolerant cap when that is, else the predicted plan's treatment. Its slack test
+        // counts the delay the lane has taken so far against the predicted plan (`drift`: each
+        // share it chose slows the lane and, by shortening the window, speeds the program), and a
+        // delay that no idle gap absorbs within the walk is allowed when every later copy's
+        // predicted slack covers it.
         auto choose = [&](double ws, double we, bool can_wait, bool can_share, std::size_t c_run) {
           if (!per_window_mode) return mode;
           const double reader_s = pred_program_start_s[std::size_t(ch.first_reader)] + lag_s;
           const double now_s = copy_end_s(t0 + lat, rem, 0);
           if (mode == WindowMode::per_window_share) {
+            if (c_run == decided_window) return decided_mode;
+            decided_window = c_run;
             const double drift = lane_pred ? lane_pred->chunk_slack_s[j] - (reader_s - now_s) : 0.0;
             auto affordable = [&](double d) {
               if (now_s + d > reader_s) return false;
@@ -635,8 +648,6 @@ class Planner {
               if (rem <= room + kOverrunBytes) return copy_end_s(from, rem, share_cap);
               return copy_end_s(we + lat, rem - room, 0);
             };
-            if (c_run == decided_window) return decided_mode;
-            decided_window = c_run;
             if (can_share && affordable(share_end(cap) - now_s)) return decided_mode = WindowMode::share_free;
             if (can_share && tolerant_cap > 0 && lane_pred && lane_pred->mode == WindowMode::ignore &&
                 affordable(share_end(tolerant_cap) - now_s))
