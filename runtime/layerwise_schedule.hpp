@@ -13,6 +13,6 @@ namespace chunkflow {
 /// before an all-to-all waits for the end of that all-to-all instead of starting inside it (the
 /// comm-aware prefetch proposed for SGLang, systems-and-hardware.md §1). Throws InputError
 /// (field "/policy/memory_budget_gib") when the budget holds no block slot.
-StepPlan layerwise_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config, bool comm_aware);
+PlanDecision layerwise_decision(const Workload& w, const NodeSpec& node, const PolicyConfig& config, bool comm_aware);
 
 }  // namespace chunkflow

@@ -67,20 +67,12 @@ void set_block_prefix(std::string& name, int step, int block) {
 
 }  // namespace
 
-StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
-                                  PlanInfo info) {
-  StepPlan plan;
-  plan.workload = w;
-  plan.cost = forward_cost(w);
-  const ForwardCost& cost = plan.cost;
-  const ProgramLayout layout(cost);
-  const int n = layout.positions_per_step();
-  const int ranks = executed_ranks(w, node);
+void fill_schedule_info(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
+                        const ForwardCost& cost, PlanInfo& info) {
   const auto& pieces = schedule.pieces;
   const std::size_t np = pieces.size();
-
   info.steps = steps;
-  info.ranks = ranks;
+  info.ranks = executed_ranks(w, node);
   info.denoising_steps = resolved_denoising_steps(w);
   info.forwards_per_step = forwards_per_step(w);
   info.cfg = cfg_mode_name(resolved_cfg(w));
@@ -101,6 +93,20 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
   }
   info.resident_weight_bytes = resident;
   if (np > 0 && info.slot_count < 1) throw std::logic_error("build_plan: copies without slots");
+}
+
+StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
+                                  PlanInfo info) {
+  StepPlan plan;
+  plan.workload = w;
+  plan.cost = forward_cost(w);
+  const ForwardCost& cost = plan.cost;
+  fill_schedule_info(w, node, steps, schedule, cost, info);
+  const ProgramLayout layout(cost);
+  const int n = layout.positions_per_step();
+  const int ranks = info.ranks;
+  const auto& pieces = schedule.pieces;
+  const std::size_t np = pieces.size();
 
   // Per piece: its readers (global positions) and the release position of its slot's previous holder.
   std::vector<int> first_reader(np), last_reader(np);

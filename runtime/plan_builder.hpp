@@ -64,9 +64,26 @@ struct CopySchedule {
   bool whole_block_names = false;    ///< "s1.b03.h2d" (layerwise) instead of "s1.b03.h2d.c0"
 };
 
+/// What a policy decides for one configuration: its copy schedule and the PlanInfo fields it fills
+/// (policy, lookahead, chunk_bytes, resident fraction, residency, windows, estimate, budget); the
+/// plan is build_plan_from_schedule(w, node, steps, schedule, info), a function of the schedule
+/// alone but for those info fields.
+struct PlanDecision {
+  CopySchedule schedule;
+  PlanInfo info;
+};
+
+/// The PlanInfo fields build_plan_from_schedule fills (listed below), from the schedule, the
+/// workload's forward cost `cost` (= forward_cost(w)) and the node: the builder calls it, and a
+/// caller that has the plan of an equal schedule already can call it instead of building again.
+/// Throws std::logic_error when a piece exceeds the slot size or pieces come without slots.
+void fill_schedule_info(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
+                        const ForwardCost& cost, PlanInfo& info);
+
 /// Builds the plan of `steps` forwards of `w` on `node` for every executed rank from `schedule`;
-/// fills info.steps, ranks, the generation (denoising_steps, forwards_per_step, cfg), slot_count, slot_bytes, resident_weight_bytes (every byte no piece of
-/// the last step covers is resident), activation_bytes, offloaded_bytes_per_step. Throws
+/// fills (fill_schedule_info) info.steps, ranks, the generation (denoising_steps, forwards_per_step,
+/// cfg, text encode and VAE decode times), slot_count, slot_bytes, resident_weight_bytes (every byte
+/// no piece of the last step covers is resident), activation_bytes, offloaded_bytes_per_step. Throws
 /// std::logic_error when the schedule cannot run: a compute op reads a byte whose piece could not be
 /// issued yet (its slot is only freed later, or it waits for a later op), or a piece exceeds a slot.
 StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,

@@ -77,15 +77,25 @@ void validate(const PolicyConfig& p, const std::string& file, const std::string&
                      "expected a budget > 0 GiB, got " + shown(*p.memory_budget_bytes / kGiB));
 }
 
-StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) {
+StepPlan OffloadPolicy::plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const {
+  PlanDecision d = decide(w, node, config);
+  return build_plan_from_schedule(w, node, config.steps, d.schedule, std::move(d.info));
+}
+
+PlanDecision decide_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) {
   validate(w);
   validate(node);
   validate(config);
   check_plan_limits(w, forward_cost(w), node, config);  // sizes bounded before allocating
-  StepPlan plan = find_policy(config.policy).plan(w, node, config);
-  plan.info.policy = config.policy;
-  plan.info.memory_budget_bytes = config.memory_budget_bytes.value_or(0.0);
-  return plan;
+  PlanDecision d = find_policy(config.policy).decide(w, node, config);
+  d.info.policy = config.policy;  // the builder leaves both as they are
+  d.info.memory_budget_bytes = config.memory_budget_bytes.value_or(0.0);
+  return d;
+}
+
+StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) {
+  PlanDecision d = decide_plan(w, node, config);
+  return build_plan_from_schedule(w, node, config.steps, d.schedule, std::move(d.info));
 }
 
 std::vector<bool> strided_resident_blocks(int n, double fraction) {

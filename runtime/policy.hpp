@@ -11,6 +11,7 @@
 
 #include "model/node.hpp"
 #include "model/workload.hpp"
+#include "runtime/plan_builder.hpp"
 #include "runtime/step_plan.hpp"
 
 namespace chunkflow {
@@ -41,9 +42,12 @@ class OffloadPolicy {
   virtual std::string name() const = 0;
   /// One line for --help and the README.
   virtual std::string description() const = 0;
-  /// The plan of `config.steps` forwards of `w` on `node` (inputs already validated). Throws
-  /// InputError(field "/policy/memory_budget_gib") when the budget cannot hold the plan.
-  virtual StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const = 0;
+  /// What the policy decides for `config.steps` forwards of `w` on `node` (inputs already
+  /// validated): the copy schedule and its PlanInfo fields. Throws InputError(field
+  /// "/policy/memory_budget_gib") when the budget cannot hold the plan.
+  virtual PlanDecision decide(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const = 0;
+  /// The plan of that decision: build_plan_from_schedule(w, node, config.steps, schedule, info).
+  StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const;
 };
 
 /// The registered policy names, in sweep order: no-offload, the baselines (layerwise*), chunkflow.
@@ -60,8 +64,14 @@ bool is_baseline_policy(const std::string& name);
 /// [0, 1], lookahead < 1, steps < 1 or a budget ≤ 0.
 void validate(const PolicyConfig& p, const std::string& file = "", const std::string& prefix = "/policy");
 
-/// Validates workload, node and config, then builds the plan of the named policy.
+/// Validates workload, node and config, then builds the plan of the named policy:
+/// build_plan_from_schedule(w, node, config.steps, d.schedule, d.info) of d = decide_plan(...).
 StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config);
+
+/// Validates workload, node and config (as build_plan) and returns what the named policy decides,
+/// with info.policy and info.memory_budget_bytes set: the plan without building it (the grid's
+/// memo, sim/grid.hpp, looks its outcome up by the decision).
+PlanDecision decide_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config);
 
 /// Drops the chunkflow planners this thread keeps between plans (runtime/policy_chunkflow.cpp keeps
 /// the four most recent (workload, node, simulated steps, chunk size) inputs with the residencies

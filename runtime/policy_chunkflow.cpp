@@ -987,8 +987,8 @@ class Planner {
     return f;
   }
 
-  /// The plan of `config` (its chunk size and simulated steps are this planner's).
-  StepPlan plan(const PolicyConfig& config) const {
+  /// What the plan of `config` is built from (its chunk size and simulated steps are this planner's).
+  PlanDecision decide(const PolicyConfig& config) const {
     std::optional<Choice> choice;
     if (config.resident_fraction) {
       choice = plan_fraction(config, *config.resident_fraction);
@@ -1038,7 +1038,7 @@ class Planner {
     info.windows_share = choice->estimate.share;
     info.windows_ignore = choice->estimate.ignore;
     info.estimated_step_time_s = choice->estimate.step_time_s;
-    return build_plan_from_schedule(w_, node_, steps_, sched, info);
+    return {std::move(sched), std::move(info)};
   }
 
   /// True when this planner was made for these inputs (every field equal).
@@ -1159,8 +1159,8 @@ class ChunkflowPolicy final : public OffloadPolicy {
     return "chunked prefetch planned from a closed-loop timeline: yields to, shares (rate-capped) or ignores each "
            "all-to-all window; residency placed where it hides most; plans to a memory budget";
   }
-  StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
-    return cached_planner(w, node, config).plan(config);
+  PlanDecision decide(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
+    return cached_planner(w, node, config).decide(config);
   }
 };
 

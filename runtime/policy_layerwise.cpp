@@ -7,7 +7,7 @@
 
 namespace chunkflow {
 
-StepPlan layerwise_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config, bool comm_aware) {
+PlanDecision layerwise_decision(const Workload& w, const NodeSpec& node, const PolicyConfig& config, bool comm_aware) {
   const ForwardCost cost = forward_cost(w);
   const int nblocks = int(cost.blocks.size());
   double max_block = 0;
@@ -74,7 +74,7 @@ StepPlan layerwise_plan(const Workload& w, const NodeSpec& node, const PolicyCon
   info.resident_fraction_auto = !config.resident_fraction.has_value();
   info.chunk_bytes = sched.slot_bytes;
   info.residency = offloads ? (fraction > 0 ? "strided-blocks" : "none") : "all";
-  return build_plan_from_schedule(w, node, config.steps, sched, info);
+  return {std::move(sched), std::move(info)};
 }
 
 namespace {
@@ -85,8 +85,8 @@ class LayerwisePolicy final : public OffloadPolicy {
   std::string description() const override {
     return "whole-block prefetch, lookahead L, strided resident blocks, blind to collectives (SGLang)";
   }
-  StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
-    return layerwise_plan(w, node, config, false);
+  PlanDecision decide(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
+    return layerwise_decision(w, node, config, false);
   }
 };
 

@@ -11,8 +11,8 @@ class LayerwiseCommAwarePolicy final : public OffloadPolicy {
   std::string description() const override {
     return "layerwise whose block copies wait out an all-to-all that starts as their slot frees (SGLang proposal)";
   }
-  StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
-    return layerwise_plan(w, node, config, true);
+  PlanDecision decide(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
+    return layerwise_decision(w, node, config, true);
   }
 };
 

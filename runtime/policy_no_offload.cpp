@@ -11,7 +11,7 @@ class NoOffloadPolicy final : public OffloadPolicy {
  public:
   std::string name() const override { return "no-offload"; }
   std::string description() const override { return "every weight resident on the GPU (the memory upper bound)"; }
-  StepPlan plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) const override {
+  PlanDecision decide(const Workload& w, const NodeSpec& /*node*/, const PolicyConfig& config) const override {
     const ForwardCost cost = forward_cost(w);
     if (buffer_bytes_left(config, cost.weight_bytes, cost.activation_bytes) < 0)
       throw InputError("", "/policy/memory_budget_gib",
@@ -21,7 +21,7 @@ class NoOffloadPolicy final : public OffloadPolicy {
     info.resident_fraction = 1.0;
     info.residency = "all";
     info.lookahead = config.lookahead;
-    return build_plan_from_schedule(w, node, config.steps, CopySchedule{}, info);
+    return {CopySchedule{}, info};
   }
 };
 

@@ -444,15 +444,17 @@ GridCounts count_grid(const Grid& grid) {
   return counts;
 }
 
-/// What a grid row takes from simulating a plan.
+/// What a grid row takes from building, validating and simulating a plan.
 struct SimOutcome {
   StepSummary summary;
   StepBound bound;
   uint64_t events = 0;
+  std::size_t ops = 0;    ///< the plan's op count
+  MemoryVerdict verdict;  ///< memory_verdict of the plan at the simulated peak
 };
 
-/// Simulation outcomes by encoded plan (see run_grid_config in grid.hpp), least recently used
-/// dropped beyond kMaxBytes of keys: configurations are enumerated workload by workload, so the
+/// Simulation outcomes by encoded decision (see run_grid_config in grid.hpp), least recently used
+/// dropped beyond kMaxBytes of entries (keys, outcomes, their strings and the index): configurations are enumerated workload by workload, so the
 /// plans a configuration can share sit a few hundred configurations apart at most, and memory stays
 /// flat in the number of configurations. Thread-safe.
 class GridSimMemo {
@@ -481,7 +483,7 @@ class GridSimMemo {
       if (it->second->key == key) return;  // another thread simulated the same plan meanwhile
     entries_.push_front(Entry{h, key, outcome});
     index_.emplace(h, entries_.begin());
-    bytes_ += key.size();
+    bytes_ += entry_bytes(entries_.front());
     while (bytes_ > kMaxBytes && entries_.size() > 1) {
       const Entry& last = entries_.back();
       auto r = index_.equal_range(last.hash);
@@ -490,7 +492,7 @@ class GridSimMemo {
           index_.erase(it);
           break;
         }
-      bytes_ -= last.key.size();
+      bytes_ -= entry_bytes(last);
       entries_.pop_back();
     }
   }
@@ -506,6 +508,12 @@ class GridSimMemo {
     std::string key;
     SimOutcome outcome;
   };
+  /// Heap bytes an entry holds: its list node, its index node, its strings' buffers.
+  static std::size_t entry_bytes(const Entry& e) {
+    return sizeof(Entry) + 2 * sizeof(void*) + sizeof(std::size_t) + 4 * sizeof(void*) + e.key.capacity() +
+           e.outcome.bound.link_resource.capacity() + e.outcome.bound.binding.capacity() +
+           e.outcome.verdict.does_not_fit_reason.capacity();
+  }
   std::mutex m_;
   std::list<Entry> entries_;
   std::unordered_multimap<std::size_t, std::list<Entry>::iterator> index_;
@@ -531,38 +539,22 @@ char* put_double(char* at, double v) {
   return at + sizeof v;
 }
 
-/// The plan as validate() and simulate() (with step_bound) read it, minus its workload and cost:
-/// the grid workload index stands for them (build_plan_from_schedule sets plan.workload = the
-/// workload and plan.cost = forward_cost(workload)). Per op: kind, lane, rank, step, block, stage,
-/// chunk, slot, collective group, the non-zero ones of flop, bytes, src_offset_bytes, alloc_bytes,
-/// free_bytes, rate_cap_bytes_per_s (after a mask), deps and data_deps relative to the op's id.
-/// Op ids are their indices (validate() checks it; an op whose id is not is encoded as such).
-void encode_plan(const StepPlan& plan, int workload, std::string& out) {
-  std::size_t bound = 5 * 10 + 3 * 8;  // an upper bound of the encoding's size: written through a pointer
-  for (const PlanOp& op : plan.ops) bound += 10 * (12 + op.deps.size() + op.data_deps.size()) + 1 + 6 * 8;
-  out.resize(bound);
+/// What build_plan_from_schedule reads of a decision besides the policy's PlanInfo fields (which it
+/// copies into the plan and validate() and simulate() do not read): the grid workload index (its
+/// workload and node), the simulated steps, the slot count and size as the builder takes them
+/// (0 without pieces), whether copies are named by block, and per piece its step, block, chunk
+/// index, offset, bytes, rate cap and `after` position. Equal encodings give equal plans, op for op.
+void encode_decision(const CopySchedule& schedule, int workload, int steps, std::string& out) {
+  const std::size_t np = schedule.pieces.size();
+  out.resize(4 * 10 + 8 + 1 + np * (4 * 10 + 3 * 8));  // an upper bound: written through a pointer
   char* at = out.data();
-  const PlanInfo& i = plan.info;
-  for (int64_t v : {int64_t(workload), int64_t(i.steps), int64_t(i.ranks), int64_t(i.slot_count), int64_t(plan.ops.size())})
+  for (int64_t v : {int64_t(workload), int64_t(steps), int64_t(np), int64_t(np == 0 ? 0 : schedule.slot_count)})
     at = put_varint(at, v);
-  for (double v : {i.slot_bytes, i.resident_weight_bytes, i.activation_bytes}) at = put_double(at, v);
-  for (std::size_t k = 0; k < plan.ops.size(); ++k) {
-    const PlanOp& op = plan.ops[k];
-    if (op.id != int(k)) at = put_varint(at, -1 - int64_t(op.id));  // never in a valid plan; keeps such a plan distinct
-    at = put_varint(at, int64_t(op.kind));
-    at = put_varint(at, int64_t(op.lane));
-    for (int v : {op.rank, op.step, op.block, op.stage, op.chunk, op.slot, op.collective_group}) at = put_varint(at, v);
-    const double d[6] = {op.flop, op.bytes, op.src_offset_bytes, op.alloc_bytes, op.free_bytes, op.rate_cap_bytes_per_s};
-    int mask = 0;
-    for (int j = 0; j < 6; ++j)
-      if (d[j] != 0 || std::signbit(d[j])) mask |= 1 << j;
-    *at++ = char(mask);
-    for (int j = 0; j < 6; ++j)
-      if (mask >> j & 1) at = put_double(at, d[j]);
-    at = put_varint(at, int64_t(op.deps.size()));
-    for (int x : op.deps) at = put_varint(at, int64_t(k) - x);
-    at = put_varint(at, int64_t(op.data_deps.size()));
-    for (int x : op.data_deps) at = put_varint(at, int64_t(k) - x);
+  at = put_double(at, np == 0 ? 0.0 : schedule.slot_bytes);
+  *at++ = char(schedule.whole_block_names ? 1 : 0);
+  for (const CopyPiece& c : schedule.pieces) {
+    for (int v : {c.step, c.block, c.chunk, c.after_position}) at = put_varint(at, v);
+    for (double v : {c.offset_bytes, c.bytes, c.rate_cap_bytes_per_s}) at = put_double(at, v);
   }
   out.resize(std::size_t(at - out.data()));
 }
@@ -576,29 +568,35 @@ GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
   const PolicyConfig& p = grid.policies[config.policy];
   GridRow out;
   out.config = config;
-  StepPlan plan;
+  PlanDecision d;
   try {
-    plan = build_plan(gw.scenario.workload, gw.scenario.node, p);
+    d = decide_plan(gw.scenario.workload, gw.scenario.node, p);
   } catch (const InputError& e) {
     if (!(p.memory_budget_bytes && e.field() == "/policy/memory_budget_gib")) throw;
     out.left_out_reason = gw.scenario.name + ", " + describe(p) + ": " + e.message();
     return out;
   }
   thread_local std::string key;  // reused: no allocation once grown
-  encode_plan(plan, config.workload, key);
+  encode_decision(d.schedule, config.workload, p.steps, key);
   std::optional<SimOutcome> o = grid.sim_memo ? grid.sim_memo->find(key) : std::nullopt;
-  if (!o) {  // a plan not seen yet (or dropped): the full path
+  PlanInfo info;
+  if (!o) {  // a decision not seen yet (or dropped): the full path
+    StepPlan plan = build_plan_from_schedule(gw.scenario.workload, gw.scenario.node, p.steps, d.schedule, std::move(d.info));
     validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
     SimOptions options;
     options.record_links = false;
     options.record_memory = false;
     options.record_op_names = false;  // rows need the summary, the bound and the events only
     const SimResult r = simulate(plan, gw.scenario.node, options);
-    o = SimOutcome{r.summary, r.bound, r.events};
+    o = SimOutcome{r.summary, r.bound, r.events, plan.ops.size(),
+                   memory_verdict(plan, gw.scenario.node, r.summary.peak_memory_bytes)};
     if (grid.sim_memo) grid.sim_memo->insert(key, *o);
+    info = std::move(plan.info);
+  } else {  // the plan is the one built before; its info is this decision's, filled as the builder does
+    info = std::move(d.info);
+    fill_schedule_info(gw.scenario.workload, gw.scenario.node, p.steps, d.schedule, gw.cost, info);
   }
-  out.row = SweepRow{int(config.index), p, plan.info, o->summary,
-                     memory_verdict(plan, gw.scenario.node, o->summary.peak_memory_bytes), o->bound, o->events, plan.ops.size()};
+  out.row = SweepRow{int(config.index), p, std::move(info), o->summary, o->verdict, o->bound, o->events, o->ops};
   return out;
 }
 

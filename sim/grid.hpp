@@ -51,7 +51,7 @@ struct GridWorkload {
   std::string layout_label;  ///< the layout entry as "key=value;..." ("" = the base scenario's)
 };
 
-/// Simulation outcomes remembered by plan content across a grid's configurations (sim/grid.cpp).
+/// Simulation outcomes remembered by plan decision across a grid's configurations (sim/grid.cpp).
 class GridSimMemo;
 
 struct Grid {
@@ -122,20 +122,22 @@ struct GridRow {
 /// Plans, validates and simulates one configuration (as `sweep` does). Throws what build_plan,
 /// validate and simulate throw, except the budget's InputError (→ left_out_reason).
 /// Shortcut (issue 12 §2): configurations that differ only in axes the planner did not act on (a
-/// memory budget that changes no slot, "auto" resolving to a listed fraction) build the same plan.
-/// The plan is always built; when one equal to it in everything validate() and simulate() read
-/// (every op field but the name, the plan info's steps, ranks, slots and resident/activation
-/// bytes; workload and cost are the grid workload's, as build_plan_from_schedule sets them) was
-/// validated and simulated before, its summary, bound and event count are taken (the same
-/// deterministic function of the same input); otherwise it is validated and simulated. Equality
-/// is checked on the whole encoded plan, not on a hash. tests/test_fast_paths.cpp compares with the
-/// full path on random runs of consecutive configurations.
+/// memory budget that changes no slot, "auto" resolving to a listed fraction) make the same
+/// decision (runtime/policy.hpp decide_plan: the copy schedule, and PlanInfo fields the plan only
+/// carries). The decision is always made; when one equal to it in everything
+/// build_plan_from_schedule reads but those info fields (grid workload, simulated steps, slots,
+/// every piece) was built, validated and simulated before, the plan would be the same op for op,
+/// so its op count, summary, bound, event count and memory verdict are taken, and the row's info
+/// is this decision's filled by fill_schedule_info as the builder fills it; otherwise the plan is
+/// built, validated and simulated. Equality is checked on the whole encoded decision, not on a
+/// hash. tests/test_fast_paths.cpp compares with the full path on random runs of consecutive
+/// configurations.
 GridRow run_grid_config(const Grid& grid, const GridConfig& config);
 
 /// Hits and misses of a grid's simulation memo so far (for reports and benchmarks).
 struct GridSimMemoStats {
   int64_t hits = 0, misses = 0;
-  std::size_t bytes = 0;  ///< encoded plans kept
+  std::size_t bytes = 0;  ///< heap bytes of the entries kept (encoded decisions, outcomes)
 };
 GridSimMemoStats grid_sim_memo_stats(const Grid& grid);
 

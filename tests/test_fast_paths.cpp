@@ -22,6 +22,7 @@
 #include "model/routes.hpp"
 #include "runtime/policy.hpp"
 #include "sim/executor.hpp"
+#include "sim/fit.hpp"
 #include "sim/grid.hpp"
 #include "sim/topology.hpp"
 #include "sim_fixtures.hpp"
@@ -223,7 +224,8 @@ std::optional<SimResult> full_path(const Grid& g, const GridConfig& c) {
 }
 
 /// Runs configurations [first, first + count) of `g` in order through run_grid_config (its memo
-/// warm from what ran before) and compares each with the full path, bit for bit.
+/// warm from what ran before) and compares each with the full path, bit for bit: the row's CSV and
+/// JSON lines, and the summary, bound and events field by field.
 int compare_run(const Grid& g, int64_t first, int64_t count) {
   GridCursor cursor(g);
   int compared = 0;
@@ -236,6 +238,19 @@ int compare_run(const Grid& g, int64_t first, int64_t count) {
     const auto full = full_path(g, *c);
     REQUIRE(row.row.has_value() == full.has_value());
     if (!full) continue;
+    // The whole row as written (plan info, op count, memory verdict, summary, bound, events): a
+    // memo hit takes the op count and verdict of the plan built before and fills the info itself.
+    {
+      const GridWorkload& gw = g.workloads[c->workload];
+      const StepPlan plan = build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c->policy]);
+      const GridRow full_row{*c,
+                             SweepRow{int(c->index), g.policies[c->policy], plan.info, full->summary,
+                                      memory_verdict(plan, gw.scenario.node, full->summary.peak_memory_bytes),
+                                      full->bound, full->events, plan.ops.size()},
+                             ""};
+      CHECK(grid_json_line(g, row) == grid_json_line(g, full_row));
+      CHECK(grid_csv_line(g, row) == grid_csv_line(g, full_row));
+    }
     const StepSummary& a = row.row->summary;
     const StepSummary& b = full->summary;
     CHECK(a.step_time_s == b.step_time_s);
