@@ -168,6 +168,25 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
       const double ag = (p - 1) / p * b.weight_bytes / ic.all_gather_bytes_per_s;
       f.fsdp += std::max(0.0, ag - block_s);
     }
+    // group-offload-leaf: what diffusers does (src/diffusers/hooks/group_offloading.py, both the
+    // 2025 versions read): every nn.Linear is a group (_GO_LC_SUPPORTED_PYTORCH_LAYERS; norm weights
+    // outside a Linear form groups on their parent module); with use_stream=True and the default
+    // low_cpu_mem_usage=False, ModuleGroup._init_cpu_param_dict keeps a pinned copy of every
+    // parameter (param.data.cpu().pin_memory(), once, at enable_group_offload), so copies are
+    // pinned. LazyPrefetchGroupOffloadingHook records the execution order in the first forward and
+    // links each group to the next; GroupOffloadingHook.pre_forward of leaf i calls
+    // next_group.onload_(), which waits on the host for the side stream (copy i) and enqueues leaf
+    // i+1's copies on it (one .to(non_blocking) per parameter tensor, weight and bias apart);
+    // post_forward calls offload_(), which with record_stream=False (the benchmark's default)
+    // synchronizes the compute stream on the host and swaps the parameters back to the pinned host
+    // tensors (no D2H copy). So leaf i+1's copy overlaps leaf i's compute: one leaf of lookahead,
+    // Σ_leaves max(copy_{i+1}, compute_i + host path). The serial sum priced here is, per-leaf
+    // host cost aside, that schedule's upper bound (no overlap). The diffusers-flux-l40-offload
+    // record (1.879 s) lies above even this bound at the catalogue's 25 GB/s (1.54 s), and the
+    // overlapped schedule at that rate would be ≈ 1.1–1.2 s, so no schedule of this code closes the
+    // gap; a slower host link would (≈ 13 GB/s under the overlapped schedule), or ≈ 1.5–2 ms of host
+    // time per leaf. The bound is kept until a source for that box's link rate exists
+    // (notes/issue-10.md, Session 6, group offload).
     if (r.offload == "layerwise" || r.offload == "group-offload-leaf") {
       const double copy = b.weight_bytes / n.h2d_bytes_per_s(0) + n.h2d_latency_s;
       f.offload += r.offload == "layerwise" ? std::max(0.0, copy - block_s) : copy;

@@ -11,8 +11,9 @@
 //   step      = forwards per step (2 with sequential CFG) · forward
 //   denoise   = steps · step
 //   generation = text encoding + denoise + VAE decode + whole-model swaps (pageable .to())
-// Offload: "layerwise" (SGLang): Σ_b max(T_comp(b), T_copy(b)); "group-offload-leaf" (diffusers,
-// host-side synchronize per group): Σ_b T_comp(b) + T_copy(b).
+// Offload: "layerwise" (SGLang): Σ_b max(T_comp(b), T_copy(b)); "group-offload-leaf" (diffusers):
+// Σ_b T_comp(b) + T_copy(b), the no-overlap upper bound of diffusers' one-leaf-lookahead schedule
+// (published_predict.cpp forward_parts says why the bound is kept).
 // Every constant is in published_predict.cpp with its source, "assumed", or "fitted on <ids>".
 #include <map>
 #include <string>
