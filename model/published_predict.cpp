@@ -67,6 +67,12 @@ Interconnect interconnect(const std::string& gpu) {
   return {12e9, 24e9, 12e9};  // PCIe-only boxes
 }
 
+}  // namespace
+
+double published_all_to_all_bytes_per_s(const std::string& gpu) { return interconnect(gpu).all_to_all_bytes_per_s; }
+
+namespace {
+
 // Pageable host memory (a whole model's .to()): staged through a driver bounce buffer, "much
 // slower" than pinned (systems-and-hardware.md §3): half the pinned rate (assumed).
 constexpr double kPageableOverPinned = 0.5;

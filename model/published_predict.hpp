@@ -49,6 +49,13 @@ struct PublishedPrediction {
 /// The published predictor divides the GEMM and attention cores of a multi-GPU record by s(N).
 double slowest_gpu_rate(int gpus);
 
+/// All-to-all bus bandwidth (bytes one GPU sends per second, nccl-tests busbw, large messages) at
+/// which the published predictor prices a Ulysses all-to-all among GPUs of catalogue id `gpu`:
+/// NVSwitch boxes at NCCL's measured figures (H100/H200/H20 320 GB/s, A100 210, H800 160; sources in
+/// published_predict.cpp), PCIe-only boxes 12 GB/s. The built-in NVSwitch nodes carry the same
+/// figures on their NVLink links (model/nodes/8x*.json; a test keeps the two equal). No errors.
+double published_all_to_all_bytes_per_s(const std::string& gpu);
+
 /// Node of the record with the scales applied (efficiencies clamped to 1).
 NodeSpec published_record_node(const PublishedRecord& r, const PublishedScales& scales = {});
 

@@ -15,6 +15,7 @@
 #include "model/calibration_published.hpp"
 #include "model/error.hpp"
 #include "model/published.hpp"
+#include "model/node.hpp"
 #include "model/published_predict.hpp"
 #include "sim/validate_published.hpp"
 
@@ -209,6 +210,24 @@ TEST_CASE("a multi-GPU record's GEMM and attention parts are its ranks' cores di
                   double(stage_kernels(st)) * n.compute_launch_s;
     const double mult = double(r.steps) * r.forwards_per_step();
     CHECK(p.parts.at("gemm") == Approx(mult * gemm / slowest_gpu_rate(r.gpu_count)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the published predictor's all-to-all rate equals the NVLink capacity of the built-in NVSwitch node of that GPU") {
+  // One figure per box for the simulator's links and the published predictor: a Ulysses all-to-all
+  // among N GPUs takes (N-1)/N S / busbw in both (README "Describe your node").
+  const std::pair<const char*, const char*> boxes[] = {
+      {"h100-sxm", "8xh100-sxm"}, {"h20", "8xh20"}, {"a100-sxm-80gb", "8xa100-sxm"}, {"h800-sxm", "8xh800-sxm"}};
+  for (const auto& [gpu, node_id] : boxes) {
+    INFO(gpu << " on " << node_id);
+    int nvlinks = 0;
+    for (const chunkflow::LinkSpec& l : chunkflow::node(node_id).links) {
+      if (l.kind != chunkflow::LinkKind::nvlink) continue;
+      ++nvlinks;
+      CHECK(l.a_to_b_bytes_per_s == published_all_to_all_bytes_per_s(gpu));
+      CHECK(l.b_to_a_bytes_per_s == published_all_to_all_bytes_per_s(gpu));
+    }
+    CHECK(nvlinks == 8);
   }
 }
 
