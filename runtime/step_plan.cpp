@@ -91,37 +91,82 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::logic_error("invalid StepPlan: " + what); }
 
+/// Membership in one op's dependency list: a scan for a short list, a binary search in a sorted
+/// copy for a long one (a compute op of a small-chunk plan reads hundreds of copies, and validate
+/// asks about each of them: O(d log d) per op instead of O(d²)). Same answers either way.
+class DepSet {
+ public:
+  void assign(const std::vector<int>& ids) {
+    ids_ = &ids;
+    long_ = ids.size() > kScan;
+    if (long_) {
+      sorted_.assign(ids.begin(), ids.end());
+      std::sort(sorted_.begin(), sorted_.end());
+    }
+  }
+  bool contains(int x) const {
+    if (long_) return std::binary_search(sorted_.begin(), sorted_.end(), x);
+    return std::find(ids_->begin(), ids_->end(), x) != ids_->end();
+  }
+
+ private:
+  static constexpr std::size_t kScan = 16;
+  const std::vector<int>* ids_ = nullptr;
+  bool long_ = false;
+  std::vector<int> sorted_;
+};
+
 }  // namespace
 
 void validate(const StepPlan& plan) {
   const int n = static_cast<int>(plan.ops.size());
+  DepSet in_list;  // reused: one op's deps or data_deps at a time
   for (const auto& op : plan.ops) {
     if (op.id < 0 || op.id >= n || &plan.ops[op.id] != &op) fail("op ids are not their indices");
     for (int d : op.deps)
       if (d < 0 || d >= n || d == op.id) fail(op.name + " depends on a missing op " + std::to_string(d));
+    if (op.data_deps.empty()) continue;
+    in_list.assign(op.deps);
     for (int d : op.data_deps)
-      if (std::find(op.deps.begin(), op.deps.end(), d) == op.deps.end()) fail(op.name + ": data dep not in deps");
+      if (!in_list.contains(d)) fail(op.name + ": data dep not in deps");
   }
 
-  // Acyclic (boost throws not_a_dag).
-  std::vector<std::size_t> order;
-  StepPlan::Graph graph = plan.dependency_graph();
-  try {
-    boost::topological_sort(graph, std::back_inserter(order));
-  } catch (const boost::not_a_dag&) {
-    fail("the dependency graph has a cycle");
+  // Acyclic. When every op depends on earlier ops only (ids ascending along every edge, as
+  // StepPlan::add makes them), the id order is a topological order and there is no cycle;
+  // otherwise a depth-first search decides (boost throws not_a_dag).
+  const bool deps_precede = std::all_of(plan.ops.begin(), plan.ops.end(), [](const PlanOp& op) {
+    return std::all_of(op.deps.begin(), op.deps.end(), [&op](int d) { return d < op.id; });
+  });
+  if (!deps_precede) {
+    std::vector<std::size_t> order;
+    StepPlan::Graph graph = plan.dependency_graph();
+    try {
+      boost::topological_sort(graph, std::back_inserter(order));
+    } catch (const boost::not_a_dag&) {
+      fail("the dependency graph has a cycle");
+    }
   }
 
   // Lane order: each op depends on the previous op of its (rank, lane), and ops are issued in a
   // topological order within a rank (the harness enqueues them in that order).
+  // Last op per (rank, lane): a flat table for ranks [0, plan.info.ranks) and the three lanes,
+  // a map for anything else (a broken plan is still judged, by the same rule).
+  const int table_ranks = std::clamp(plan.info.ranks, 0, 1 << 16);
+  std::vector<int> last_on_lane_table(std::size_t(table_ranks) * 3, -1);
   std::map<std::pair<int, Lane>, int> last_on_lane;
   for (const auto& op : plan.ops) {
-    auto key = std::make_pair(op.rank, op.lane);
-    auto it = last_on_lane.find(key);
-    if (it != last_on_lane.end() &&
-        std::find(op.deps.begin(), op.deps.end(), it->second) == op.deps.end())
-      fail(op.name + " does not follow " + plan.ops[it->second].name + " on its lane");
-    last_on_lane[key] = op.id;
+    const int lane = int(op.lane);
+    const bool in_table = op.rank >= 0 && op.rank < table_ranks && lane >= 0 && lane < 3;
+    int* last = nullptr;
+    if (in_table) {
+      last = &last_on_lane_table[std::size_t(op.rank) * 3 + std::size_t(lane)];
+    } else {
+      auto it = last_on_lane.try_emplace(std::make_pair(op.rank, op.lane), -1).first;
+      last = &it->second;
+    }
+    if (*last >= 0 && std::find(op.deps.begin(), op.deps.end(), *last) == op.deps.end())
+      fail(op.name + " does not follow " + plan.ops[*last].name + " on its lane");
+    *last = op.id;
     for (int d : op.deps)
       if (d > op.id && plan.ops[d].rank == op.rank) fail(op.name + " is issued before its dependency " + plan.ops[d].name);
   }
@@ -140,10 +185,10 @@ void validate(const StepPlan& plan) {
     const BlockCost& block = plan.cost.blocks[op.block];
     const auto [lo, hi] = stage_weight_range(block, op.stage);  // {0, 0}: reads no chunk
     if (!(hi > lo)) continue;
+    in_list.assign(op.data_deps);
     for (int c : it->second) {
       const PlanOp& ch = plan.ops[c];
-      if (ch.src_offset_bytes < hi && ch.src_offset_bytes + ch.bytes > lo &&
-          std::find(op.data_deps.begin(), op.data_deps.end(), c) == op.data_deps.end())
+      if (ch.src_offset_bytes < hi && ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(c))
         fail(op.name + " does not wait for " + ch.name + ", which holds part of its weights");
     }
   }
@@ -160,21 +205,31 @@ void validate(const StepPlan& plan) {
     if (op.kind == OpKind::compute || op.kind == OpKind::collective)
       for (int d : op.data_deps)
         if (plan.ops[d].kind == OpKind::h2d) last_reader[d] = std::max(last_reader[d], op.id);
-  std::map<std::pair<int, int>, int> slot_holder;  // (rank, slot) → h2d op now holding it
+  // (rank, slot) → h2d op now holding it: a flat table for ranks [0, plan.info.ranks) (slots are
+  // checked to lie in [0, slot_count) first), a map for other ranks.
+  const std::size_t table_slots = std::size_t(std::clamp(plan.info.slot_count, 0, 1 << 20));
+  std::vector<int> slot_holder_table;
+  if (table_slots > 0 && std::size_t(table_ranks) * table_slots <= (std::size_t(1) << 24))
+    slot_holder_table.assign(std::size_t(table_ranks) * table_slots, -1);
+  std::map<std::pair<int, int>, int> slot_holder;
   for (const auto& op : plan.ops) {
     if (op.kind != OpKind::h2d) continue;
     if (op.slot < 0 || op.slot >= plan.info.slot_count) fail(op.name + " has no valid slot");
     if (op.bytes > plan.info.slot_bytes + 0.5) fail(op.name + " is larger than a slot");
     if (last_reader[op.id] < 0) fail(op.name + " is read by no compute op");
-    auto key = std::make_pair(op.rank, op.slot);
-    auto it = slot_holder.find(key);
-    if (it != slot_holder.end()) {
-      const int reader = last_reader[it->second];
+    int* holder = nullptr;
+    if (!slot_holder_table.empty() && op.rank >= 0 && op.rank < table_ranks) {
+      holder = &slot_holder_table[std::size_t(op.rank) * table_slots + std::size_t(op.slot)];
+    } else {
+      holder = &slot_holder.try_emplace(std::make_pair(op.rank, op.slot), -1).first->second;
+    }
+    if (*holder >= 0) {
+      const int reader = last_reader[*holder];
       if (std::find(op.data_deps.begin(), op.data_deps.end(), reader) == op.data_deps.end())
         fail(op.name + " refills slot " + std::to_string(op.slot) + " without waiting for " + plan.ops[reader].name +
-             ", the last reader of " + plan.ops[it->second].name);
+             ", the last reader of " + plan.ops[*holder].name);
     }
-    slot_holder[key] = op.id;
+    *holder = op.id;
   }
 
   // Collective groups: one op per executed rank.

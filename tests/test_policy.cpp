@@ -370,6 +370,33 @@ TEST_CASE("the validator rejects a cycle, a missing weight dependency and unbala
     p.ops[chunk].alloc_bytes += 4096;
     CHECK_THROWS_WITH(validate(p), Catch::Contains("memory does not balance"));
   }
+  // A compute op reading many chunks (1 MiB chunks; validate searches a long dependency list in a
+  // sorted copy): dropping any one of its chunks, from data_deps or from deps only, is caught.
+  const StepPlan fine = build_plan(w, node("1xh100-sxm"), policy("chunkflow", 0.0, 1));
+  REQUIRE_NOTHROW(validate(fine));
+  int wide = -1;
+  for (const auto& op : fine.ops)
+    if (op.kind == OpKind::compute && op.data_deps.size() > 16 && (wide < 0 || op.data_deps.size() > fine.ops[wide].data_deps.size()))
+      wide = op.id;
+  REQUIRE(wide >= 0);
+  std::vector<int> chunks_read;
+  for (int d : fine.ops[wide].data_deps)
+    if (fine.ops[d].kind == OpKind::h2d) chunks_read.push_back(d);
+  REQUIRE(chunks_read.size() > 16);  // past the scan: the sorted copy answers
+  for (std::size_t k : {std::size_t(0), chunks_read.size() / 2, chunks_read.size() - 1}) {
+    {
+      StepPlan p = fine;
+      auto& deps = p.ops[wide].data_deps;
+      deps.erase(std::find(deps.begin(), deps.end(), chunks_read[k]));
+      CHECK_THROWS_WITH(validate(p), Catch::Contains("does not wait for"));
+    }
+    {
+      StepPlan p = fine;
+      auto& deps = p.ops[wide].deps;
+      deps.erase(std::find(deps.begin(), deps.end(), chunks_read[k]));
+      CHECK_THROWS_WITH(validate(p), Catch::Contains("data dep not in deps"));
+    }
+  }
 }
 
 TEST_CASE("chunkflow's own estimate matches the simulator on parallel layouts and multi-GPU nodes "
