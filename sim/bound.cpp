@@ -286,6 +286,227 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     for (const PlanOp& op : plan.ops)
       if (op.step == s - 1 && op.kind == OpKind::compute) anchor_of[std::size_t(op.rank)] = std::max(anchor_of[std::size_t(op.rank)], op.id);
 
+  // (g) inputs independent of r* (sim/bound.hpp (g)). The term needs one copy at a time per rank
+  // and one collective group at a time: every rank's copies on one lane, and rank 0's collectives
+  // (every group has an op on every rank, validate()) on one lane.
+  const std::vector<LinkDirection>& directions = topology.link_directions();
+  std::vector<int> direction_of(static_cast<std::size_t>(resources), -1);
+  for (int k = 0; k < int(directions.size()); ++k) direction_of[std::size_t(directions[std::size_t(k)].resource)] = k;
+  // C_r^hi (the solver's capacity, one-way) and C_r^lo (the under-duplex capacity where switched).
+  auto capacity_lo = [&](int res) {
+    const int k = direction_of[std::size_t(res)];
+    if (k >= 0 && directions[std::size_t(k)].under_duplex_bytes_per_s > 0)
+      return std::min(solver.capacity(res), directions[std::size_t(k)].under_duplex_bytes_per_s);
+    return solver.capacity(res);
+  };
+  bool single_lanes = true;
+  {
+    std::vector<int> h2d_lane(static_cast<std::size_t>(ranks), -1), comm_lane(static_cast<std::size_t>(ranks), -1);
+    for (const PlanOp& op : plan.ops) {
+      if (op.kind == OpKind::compute) continue;
+      int& lane = (op.kind == OpKind::h2d ? h2d_lane : comm_lane)[std::size_t(op.rank)];
+      if (lane < 0) lane = int(op.lane);
+      else if (lane != int(op.lane)) single_lanes = false;
+    }
+  }
+  // lanes_on[ρ]: Σ over the ranks with a copy in the plan of their H2D route's coefficient on ρ
+  // (at most one copy per rank crosses at a time).
+  std::vector<double> lanes_on(static_cast<std::size_t>(resources), 0.0);
+  {
+    std::vector<char> copies(static_cast<std::size_t>(ranks), 0);
+    for (const PlanOp& op : plan.ops)
+      if (op.kind == OpKind::h2d) copies[std::size_t(op.rank)] = 1;
+    for (int q = 0; q < ranks; ++q)
+      if (copies[std::size_t(q)])
+        for (auto [res, coeff] : topology.h2d_route(q)) lanes_on[std::size_t(res)] += coeff;
+  }
+  // Per rank: its step-s copies' classes (by flow cap: the copy engine or the plan's lower cap),
+  // each with v = the fastest it can move (cap, route's narrowest capacity per coefficient).
+  struct CopyClass {
+    double cap_bytes_per_s, v_bytes_per_s;
+  };
+  std::vector<std::vector<CopyClass>> classes(static_cast<std::size_t>(ranks));
+  std::vector<int> class_of(static_cast<std::size_t>(op_count), -1);
+  for (int q = 0; q < ranks; ++q)
+    for (const H2dOp& h : h2d_ops[std::size_t(q)]) {
+      const FlowSpec f = h2d_flow(plan.ops[h.id], node, topology);
+      std::vector<CopyClass>& cl = classes[std::size_t(q)];
+      std::size_t c = 0;
+      while (c < cl.size() && cl[c].cap_bytes_per_s != f.bound_bytes_per_s) ++c;
+      if (c == cl.size()) {
+        double v = f.bound_bytes_per_s;
+        for (auto [res, coeff] : *f.route) v = std::min(v, solver.capacity(res) / coeff);
+        cl.push_back({f.bound_bytes_per_s, v});
+      }
+      class_of[h.id] = int(c);
+    }
+  // The (rank q, resource ρ) pairs of (g): ρ on q's H2D route and on no other rank's.
+  struct LanePair {
+    int rank, res;
+    double coeff;  // a_qρ
+  };
+  std::vector<LanePair> lane_pairs;
+  if (single_lanes)
+    for (int q = 0; q < ranks; ++q)
+      if (h2d_route[q])
+        for (auto [res, coeff] : *h2d_route[q])
+          if (std::abs(lanes_on[std::size_t(res)] - coeff) <= 1e-12 * coeff) lane_pairs.push_back({q, res, coeff});
+  // Per (pair, group): B_j (the group's bytes on ρ), x_hi (the most its flows on ρ carry together),
+  // a'_j (its flows' time alone), and per class of the pair's rank: u (the most a copy moves while
+  // the group's flows on ρ run) and p = 1 − X_ov / x_hi (X_ov: the most the group's flows on ρ
+  // carry beside that copy). Groups with the same kind and buffer have the same flows: cached.
+  struct GroupOnPair {
+    double bytes = 0, x_hi = 0, alone_flows_s = 0;
+    std::vector<double> u, p;
+  };
+  std::map<std::tuple<int, int, double>, GroupOnPair> group_on_pair;  // (pair, kind, bytes)
+  auto group_on = [&](int pair, const PlanOp& op, const std::vector<FlowSpec>& flows) -> const GroupOnPair& {
+    const LanePair& lp = lane_pairs[std::size_t(pair)];
+    const std::tuple<int, int, double> key{pair, op.stage >= 0 ? int(plan.stage_of(op).collective) : -1, op.bytes};
+    auto it = group_on_pair.find(key);
+    if (it != group_on_pair.end()) return it->second;
+    GroupOnPair& g = group_on_pair[key];
+    const int rho = lp.res;
+    const double c_hi = solver.capacity(rho);
+    // D_r: Σ coefficients of the flows that may cross r at once beside this group: every copy
+    // lane on r and the group's own flows.
+    std::map<int, double> d;
+    for (const FlowSpec& f : flows)
+      for (auto [res, coeff] : *f.route) d[res] += coeff;
+    auto denominator = [&](int res) {
+      auto e = d.find(res);
+      return lanes_on[std::size_t(res)] + (e == d.end() ? 0.0 : e->second);
+    };
+    double guaranteed_group = kInf;  // G: the least one of its flows on ρ carries there (a_kρ·x_k)
+    for (const FlowSpec& f : flows) {
+      double a = 0;
+      for (auto [res, coeff] : *f.route)
+        if (res == rho) a += coeff;
+      if (!(a > 0)) continue;
+      g.bytes += a * f.bytes;
+      double fastest = f.bound_bytes_per_s > 0 ? f.bound_bytes_per_s : kInf, level = fastest;
+      for (auto [res, coeff] : *f.route) {
+        fastest = std::min(fastest, solver.capacity(res) / coeff);
+        level = std::min(level, (res == rho ? c_hi : capacity_lo(res)) / denominator(res));
+      }
+      g.x_hi += a * fastest;
+      guaranteed_group = std::min(guaranteed_group, a * level);
+    }
+    g.x_hi = std::min(g.x_hi, c_hi);
+    if (!(g.bytes > 0) || !(g.x_hi > 0)) {
+      g.bytes = 0;  // nothing of it crosses ρ (or nothing can): not in H
+      return g;
+    }
+    g.alone_flows_s = min_duration_s(op) - node.collective_latency_s;
+    for (const CopyClass& cl : classes[std::size_t(lp.rank)]) {
+      double level = cl.cap_bytes_per_s;  // the least the copy moves beside the group
+      for (auto [res, coeff] : topology.h2d_route(lp.rank)) level = std::min(level, (res == rho ? c_hi : capacity_lo(res)) / denominator(res));
+      const double x_ov = std::min(g.x_hi, c_hi - lp.coeff * level);
+      g.u.push_back(std::min(cl.v_bytes_per_s, (c_hi - guaranteed_group) / lp.coeff));
+      g.p.push_back(std::clamp(1.0 - x_ov / g.x_hi, 0.0, 1.0));
+    }
+    return g;
+  };
+  std::vector<int> chain_groups;  // r*'s critical chain's collective groups of step s
+  std::vector<char> on_chain;     // by group id
+  {
+    int group_end = 0;
+    for (const PlanOp& op : plan.ops)
+      if (op.kind == OpKind::collective) group_end = std::max(group_end, op.collective_group + 1);
+    on_chain.assign(std::size_t(group_end), 0);
+  }
+
+  // (g) for the candidate whose dist and anchor are given: the largest over the (rank, resource)
+  // pairs, 0 where it has nothing to add (derivation in sim/bound.hpp (g); symbols as there).
+  struct Good {  // an item of the fractional knapsack G(η): per second of room in H
+    double e, k, room_s;
+  };
+  std::vector<Good> goods;
+  std::vector<double> etas, class_bytes, u, p;
+  auto chain_lane_term_s = [&](const std::vector<double>& dist, int anchor) -> double {
+    // r*'s critical chain: back from the last compute op with the largest dist, each op through
+    // the dependency that sets its dist, to the anchor (or, for one step, an op with none). Its
+    // length is dist of its end (the same additions); its collective groups of step s are J.
+    int end_op = -1;
+    for (int q = 0; q < ranks; ++q)
+      if (end_op < 0 || dist[std::size_t(last_compute[q])] > dist[std::size_t(end_op)]) end_op = last_compute[q];
+    if (end_op < 0 || dist[std::size_t(end_op)] == -kInf) return 0.0;
+    const double chain_s = dist[std::size_t(end_op)];
+    chain_groups.clear();
+    for (int i = end_op; i >= 0 && i != anchor;) {
+      const PlanOp& op = plan.ops[std::size_t(i)];
+      if (op.kind == OpKind::collective && op.step == s && !on_chain[std::size_t(op.collective_group)]) {
+        on_chain[std::size_t(op.collective_group)] = 1;
+        chain_groups.push_back(op.collective_group);
+      }
+      int prev = -1;
+      for (int d : op.deps)
+        if (d >= 0 && d >= anchor && dist[std::size_t(d)] != -kInf && (prev < 0 || dist[std::size_t(d)] > dist[std::size_t(prev)]))
+          prev = d;
+      i = prev;
+    }
+    for (int g : chain_groups) on_chain[std::size_t(g)] = 0;
+    double term = 0;
+    for (int pair = 0; pair < int(lane_pairs.size()); ++pair) {
+      const int q = lane_pairs[std::size_t(pair)].rank;
+      const std::vector<CopyClass>& cl = classes[std::size_t(q)];
+      // The window's copies of rank q (they wait for the anchor and precede a compute op of step
+      // s): their bytes per class W_c and their count n.
+      class_bytes.assign(cl.size(), 0.0);
+      int n = 0;
+      for (const H2dOp& h : h2d_ops[std::size_t(q)])
+        if (dist[h.id] != -kInf && tail[h.id] != -kInf) class_bytes[std::size_t(class_of[h.id])] += h.bytes, ++n;
+      if (n == 0) continue;
+      // The chain's groups with bytes on ρ: H0 = Σ B_j / x_hi, A = Σ a'_j, and per class the
+      // largest u and the least p over them.
+      double h0_s = 0, alone_s_sum = 0;
+      u.assign(cl.size(), 0.0), p.assign(cl.size(), 1.0);
+      for (int g : chain_groups) {
+        const GroupOnPair& gp = group_on(pair, plan.ops[std::size_t(group_members.at(g).front())], group_flows.at(g));
+        if (!(gp.bytes > 0)) continue;
+        h0_s += gp.bytes / gp.x_hi, alone_s_sum += gp.alone_flows_s;
+        for (std::size_t k = 0; k < cl.size(); ++k) u[k] = std::max(u[k], gp.u[k]), p[k] = std::min(p[k], gp.p[k]);
+      }
+      const double sigma_s = alone_s_sum - h0_s;
+      double lane_full_s = h0_s + n * node.h2d_latency_s;  // L
+      for (std::size_t k = 0; k < cl.size(); ++k) lane_full_s += class_bytes[k] / cl[k].v_bytes_per_s;
+      // Goods: the latencies (e = 1, k = 0) and each class's overlap with the chain's groups.
+      goods.clear();
+      if (h0_s > 0) {
+        goods.push_back({1.0, 0.0, n * node.h2d_latency_s});
+        for (std::size_t k = 0; k < cl.size(); ++k)
+          if (class_bytes[k] > 0 && p[k] < 1 && u[k] > 0)
+            goods.push_back({(u[k] / cl[k].v_bytes_per_s - p[k]) / (1 - p[k]), p[k] / (1 - p[k]),
+                             (1 - p[k]) * class_bytes[k] / u[k]});
+      }
+      // η: 0, where a good's value e − η·k crosses 0, and where two goods' values cross (the
+      // breakpoints of G; between them the bound is linear-fractional in η, so monotone).
+      etas.assign(1, 0.0);
+      for (std::size_t a = 0; a < goods.size(); ++a) {
+        if (goods[a].k > 0 && goods[a].e > 0) etas.push_back(goods[a].e / goods[a].k);
+        for (std::size_t b2 = a + 1; b2 < goods.size(); ++b2)
+          if (goods[a].k != goods[b2].k) {
+            const double eta = (goods[a].e - goods[b2].e) / (goods[a].k - goods[b2].k);
+            if (eta > 0) etas.push_back(eta);
+          }
+      }
+      for (double eta : etas) {
+        // G(η): the room H0 filled with the goods of largest positive value first.
+        std::sort(goods.begin(), goods.end(),
+                  [eta](const Good& x, const Good& y) { return x.e - eta * x.k > y.e - eta * y.k; });
+        double room_s = h0_s, gain_s = 0;
+        for (const Good& gd : goods) {
+          const double value = gd.e - eta * gd.k;
+          if (!(value > 0) || !(room_s > 0)) break;
+          const double take_s = std::min(room_s, gd.room_s);
+          gain_s += value * take_s, room_s -= take_s;
+        }
+        term = std::max(term, (lane_full_s + eta * (chain_s - sigma_s) - gain_s) / (1 + eta));
+      }
+    }
+    return term;
+  };
+
   // r* (the rank whose step s−1 ends last, at E(s−1)) is unknown: the bound is the smallest over
   // the ranks of what each would imply. Without a step s−1 (one step) every rank starts at 0.
   struct Item {
@@ -544,12 +765,17 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         c.link_duplex_s = std::max(c.link_duplex_s, t);
         if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(d.resource) + "+" + solver.resource_name(rev.resource);
       }
-    c.bound_step_time_s = std::max({c.critical_path_s, c.link_s, c.copy_lane_s});
+    // (g) The copy lane coupled with the critical chain through the executor's max-min sharing:
+    // for each (rank q, resource ρ) pair, the least T any multiplier η gives (sim/bound.hpp (g)).
+    if (!lane_pairs.empty() && std::max({c.critical_path_s, c.link_s, c.copy_lane_s}) < b.bound_step_time_s)
+      c.chain_lane_s = chain_lane_term_s(dist, anchor);
+    c.bound_step_time_s = std::max({c.critical_path_s, c.link_s, c.copy_lane_s, c.chain_lane_s});
     if (c.bound_step_time_s < b.bound_step_time_s) b = c;
   }
   b.binding = b.bound_step_time_s == b.critical_path_s ? "critical-path"
               : b.bound_step_time_s == b.link_s        ? "link"
-                                                       : "copy-lane";
+              : b.bound_step_time_s == b.copy_lane_s   ? "copy-lane"
+                                                       : "chain-lane";
   return b;
 }
 

@@ -77,7 +77,8 @@ struct StepBound {
   std::string link_resource;       ///< its name ("pcie.gpu0.h2d", ...; "" when no bytes cross)
   double link_duplex_s = 0;        ///< (f) alone, the tightest direction pair
   double copy_lane_s = 0;          ///< (c), the tightest rank
-  /// Which term binds: "critical-path", "link" or "copy-lane".
+  double chain_lane_s = 0;         ///< (g), the tightest (rank, resource) pair (0 where not evaluated)
+  /// Which term binds: "critical-path", "link", "copy-lane" or "chain-lane" ((g)).
   std::string binding;
 };
 
