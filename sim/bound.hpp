@@ -59,8 +59,54 @@
 //      that also carries prefetch (a ring's K/V pass or an all-to-all through a shared PCIe switch
 //      uplink, FSDP's all-gather on a GPU's own link), the prefetch cannot fill C beside it, which
 //      (b) and (e) alone assume it can.
-// r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e) computed with r*'s anchor
-// (one candidate for a one-step plan). It holds whatever the policy does (property tests draw
+//  (g) The copy lane coupled with the critical chain through the executor's max-min sharing. (The
+//      chain–link coupling tried on 2026-11-25, branch bound-g, is not this term: it assumed a copy
+//      may take any rate up to its cap beside a collective, and bound nothing more.) Take a rank q
+//      and a resource ρ on its H2D route that no other rank's H2D route crosses. At any instant ρ
+//      carries at most one copy (q's copies run one at a time, lane order) and the flows of at most
+//      one collective group (every group has an op on every rank, and a rank's collectives run one
+//      at a time on its lane). Progressive filling (sim/maxmin.hpp) gives every flow f at least
+//      min(B_f, min over its resources r of C_r(t) / D_r), D_r ≥ Σ coefficients of the flows on r
+//      at t; the capacities C_r(t) lie between C_r^lo (the under-duplex capacity where switched)
+//      and C_r^hi. Let J be the step-s groups on r*'s critical chain (the longest path of (a),
+//      traced back from its end) with bytes B_j > 0 on ρ, and in the window [E(s−1), E(s)] of
+//      length T let h_j be the time some flow of j on ρ runs (disjoint over j), H = Σ h_j.
+//      Rates, each an upper bound at every instant (D_r: q's lane where it crosses r, the other
+//      ranks' lanes on r, and group j's flows; a copy of class c has flow cap c):
+//        x_hi_j = min(C_ρ^hi, Σ_{k∈j on ρ} a_kρ · min(B_k, min_r C_r^hi / a_kr))   j's flows on ρ;
+//        X_cj = min(x_hi_j, C_ρ^hi − a_qρ · min(c, C_ρ^hi / D_ρ, min_{r≠ρ} C_r^lo / D_r))
+//          j's flows on ρ beside a class-c copy (C_ρ(t) − a_qρ · x_copy, x_copy at least its
+//          guarantee; nondecreasing in C_ρ(t) since a_qρ ≤ D_ρ, so C_ρ^hi bounds it);
+//        u_cj = min(v_c, (C_ρ^hi − G_j) / a_qρ), G_j = min_{k∈j on ρ} a_kρ · (k's guarantee)
+//          a class-c copy beside j's flows (one of them, at least, is running);
+//        v_c = min(c, min_r C_r^hi / a_qr)   a class-c copy anywhere.
+//      So with p_cj = 1 − X_cj / x_hi_j, B_j ≤ x_hi_j · (h_j − o_j) + Σ_c X_cj · o_cj gives
+//      h_j ≥ B_j / x_hi_j + Σ_c p_cj · o_cj, o_cj the time class-c copies flow inside h_j. Take
+//      u_c = max_j u_cj and p_c = min_j p_cj. The window's copies of q (those that wait for the
+//      anchor and precede a compute op of step s, as (e)'s items) are n copies, W_c bytes of class
+//      c; each pays h2d_latency_s ℓ inside the window. Let m_c be the bytes class c moves inside
+//      H, ω_c = m_c / u_c ≤ o_c, ℓ_in the latency inside H, H0 = Σ B_j / x_hi_j, A = Σ a'_j (j's
+//      flows alone, the collective's time of (a) less its latency), σ = A − H0, and
+//      X = H − H0 − Σ p_c ω_c ≥ 0. Then:
+//        lane:  T ≥ H + Σ_c (W_c − m_c) / v_c + nℓ − ℓ_in = L + X − Σ_c (u_c/v_c − p_c) ω_c − ℓ_in,
+//               L = H0 + nℓ + Σ_c W_c / v_c  (outside H a copy moves at most v_c, and the lane's
+//               time outside H is at most T − H);
+//        chain: T ≥ CP + Σ_j (h_j − a'_j) = CP − σ + X + Σ_c p_c ω_c  (the chain's ops run one
+//               after another, each collective at least max(its time alone, α + h_j));
+//        room:  Σ_c ω_c + ℓ_in ≤ H  ⇔  Σ_c (1 − p_c) ω_c + ℓ_in ≤ H0 + X  (the lane is serial).
+//      Per second of room, the latencies save e = 1 lane second at chain cost k = 0, class c's
+//      overlap saves e_c = (u_c/v_c − p_c) / (1 − p_c) ≤ 1 at k_c = p_c / (1 − p_c), at most
+//      (1 − p_c)·W_c/u_c of room. For any η ≥ 0, lane + η·chain gives (1 + η)·T ≥ L + η·(CP − σ) +
+//      (1 + η)·X − Σ (e − η·k)·room ≥ L + η·(CP − σ) − G(η), G(η) the most Σ (e − η·k)·room with
+//      room ≤ H0 (a fractional knapsack, by value; the room beyond H0, X, is worth at most X since
+//      e ≤ 1). So step_time ≥ max over η of (L + η·(CP − σ) − G(η)) / (1 + η), taken at η = 0 and
+//      G's breakpoints (between them it is linear-fractional in η, so monotone); the largest over
+//      the pairs (q, ρ). What it sees: an uncapped copy beside an all-to-all's flow gets only its
+//      max-min share (C/2) and stretches it, yet the lane must spend H somewhere; (a)–(f) let a copy
+//      run at full rate anywhere and a collective at its time alone at once.
+// r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e, g) computed with r*'s anchor
+// (one candidate for a one-step plan; (g) is evaluated only for a candidate that may still give
+// the smallest). It holds whatever the policy does (property tests draw
 // random configurations and layouts and check step_time ≥ bound).
 #include <string>
 

@@ -395,7 +395,7 @@ void register_simulator_commands(CLI::App& app, const CliContext& context) {
                                   gib(m.peak_memory_bytes), fits_cell(verdict)}})
                 << "bound: " << r.bound.binding << " (critical path " << ms(r.bound.critical_path_s) << " ms, link "
                 << ms(r.bound.link_s) << " ms" << (r.bound.link_resource.empty() ? "" : " on " + r.bound.link_resource)
-                << ", copy lane " << ms(r.bound.copy_lane_s) << " ms)\n";
+                << ", copy lane " << ms(r.bound.copy_lane_s) << " ms, chain-lane " << ms(r.bound.chain_lane_s) << " ms)\n";
       if (plan.info.policy != "no-offload")
         std::cout << "plan: residency " << plan.info.residency << ", " << plan.info.slot_count << " slots of "
                   << fixed(plan.info.slot_bytes / kMiB, 2) << " MiB"

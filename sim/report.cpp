@@ -139,6 +139,7 @@ void add_decisions_and_bound(json& j, const PlanInfo& i, const StepSummary& m, c
                 {"link_s", b.link_s},
                 {"link_resource", b.link_resource},
                 {"copy_lane_s", b.copy_lane_s},
+                {"chain_lane_s", b.chain_lane_s},
                 {"binding", b.binding}};
 }
 

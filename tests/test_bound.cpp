@@ -271,6 +271,7 @@ TEST_CASE("step_bound's shortcuts give the exhaustive StepBound field for field 
     CHECK(fast.link_resource == ref.link_resource);
     CHECK(fast.link_duplex_s == ref.link_duplex_s);
     CHECK(fast.copy_lane_s == ref.copy_lane_s);
+    CHECK(fast.chain_lane_s == ref.chain_lane_s);
     CHECK(fast.binding == ref.binding);
   };
   const int wanted = property_configs(500), wanted_layouts = property_configs(150);
@@ -296,4 +297,95 @@ TEST_CASE("step_bound's shortcuts give the exhaustive StepBound field for field 
   }
   CHECK(checked == wanted);
   CHECK(checked_layouts == wanted_layouts);
+}
+
+TEST_CASE("the chain-lane term (g) binds on hw-flux-1024 at 70 % of no-offload's memory, below the step", "[bound]") {
+  // The cell of README "Policies at equal memory" whose plan (16 MiB chunks, R auto, 15.66 GiB)
+  // ignores the all-to-alls: its uncapped copies take half of the H2D direction beside each
+  // all-to-all's incoming flow and stretch it, and the lane cannot move its 7.4 GB outside the
+  // all-to-alls in the critical path's time. (a)–(f) let both run at full rate at once.
+  const Scenario s = load_scenario(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/hw-flux-1024-u2-1xh100-sxm.json");
+  PolicyConfig p = policy("chunkflow", std::nullopt, 16);
+  p.memory_budget_bytes = 15.66 * kGiB;
+  const auto r = run(s.workload, s.node, p);
+  const StepBound& b = r.result.bound;
+  INFO("step " << r.result.summary.step_time_s << " s, critical path " << b.critical_path_s << " s, link " << b.link_s
+               << " s, copy lane " << b.copy_lane_s << " s, chain-lane " << b.chain_lane_s << " s");
+  CHECK(b.binding == "chain-lane");
+  CHECK(b.chain_lane_s > std::max({b.critical_path_s, b.link_s, b.copy_lane_s}));
+  CHECK(r.result.summary.step_time_s >= b.bound_step_time_s * (1 - kBoundSlack));
+  // The plan-only bound has (g) too (it reads the plan alone).
+  CHECK(step_bound(r.plan, s.node).chain_lane_s == b.chain_lane_s);
+}
+
+TEST_CASE("no simulated step time is below its bound where (g) applies: budgets, shares, caps, shared uplinks, "
+          "ring/TP/FSDP",
+          "[bound][layouts]") {
+  // (g) rests on the executor's sharing rule (sim/bound.hpp): these draws put chunkflow's capped
+  // (shared) and uncapped copies beside all-to-alls, ring K/V passes, all-reduces and FSDP
+  // all-gathers (off the chain where they run ahead), on one GPU, two PCIe GPUs, and GPUs two to a
+  // switch uplink (where (g) takes only each GPU's own link), at budgets between the activations
+  // and no-offload's peak.
+  struct Layout {
+    const char* node;
+    int ulysses, ring, tp;
+    bool fsdp;
+  };
+  // Even draws: FLUX 1024² on one or two GPUs, where the copy lane and the critical path are close
+  // at these budgets ((g) binds there); odd draws: the parallel layouts, on small shapes.
+  static const std::vector<Layout> near = {{"1xh100-sxm", 2, 1, 1, false}, {"2xh100-pcie", 2, 1, 1, false}};
+  static const std::vector<Layout> layouts = {{"8xh100-pcie", 2, 1, 1, false}, {"8xh100-pcie", 4, 1, 1, false},
+                                              {"8xh100-pcie", 2, 2, 1, false}, {"8xh100-pcie", 2, 1, 2, false},
+                                              {"8xh100-pcie", 2, 1, 1, true},  {"4xrtx4090", 2, 1, 1, false},
+                                              {"2xh100-pcie", 2, 1, 1, false}};
+  static const std::vector<Shape> shapes = {{"flux.1-dev", 512, 512, 1}, {"wan2.1-t2v-1.3b", 256, 256, 5}};
+  static const std::vector<double> chunks = {4, 16, 64};
+  const auto policies = policy_names();
+  std::mt19937 rng(20261127);
+  const int wanted = property_configs(100);
+  int simulated = 0, evaluated = 0, binding = 0, binding_capped = 0;
+  for (int i = 0; simulated < wanted && i < 1000; ++i) {
+    const bool close = i % 2 == 0;
+    const Layout& l = close ? near[rng() % near.size()] : layouts[rng() % layouts.size()];
+    const Shape sh = close ? Shape{"flux.1-dev", 1024, 1024, 1} : shapes[rng() % shapes.size()];
+    const NodeSpec n = node(l.node);
+    const Workload w = layout(sh.model, sh.h, sh.w, sh.frames, l.ulysses, l.ring, l.tp, l.fsdp);
+    PolicyConfig p = policy(rng() % 4 == 0 ? policies[rng() % policies.size()] : std::string("chunkflow"));
+    p.chunk_bytes = chunks[rng() % chunks.size()] * kMiB;
+    if (rng() % 2 == 0) p.resident_fraction = double(rng() % 11) / 10.0;
+    p.steps = 2 + int(rng() % 2);
+    const ForwardCost cost = forward_cost(w);
+    const double lo = cost.activation_bytes + cost.non_block_weight_bytes, hi = lo + cost.weight_bytes;
+    p.memory_budget_bytes = lo + std::uniform_real_distribution<double>(close ? 0.45 : 0.25, close ? 0.8 : 0.9)(rng) * (hi - lo);
+    INFO("config " << i << ": " << sh.model << " " << layout_text(w) << " on " << n.id << ", " << p.policy << " chunk "
+                   << p.chunk_bytes / kMiB << " MiB, budget " << *p.memory_budget_bytes / kGiB << " GiB, steps " << p.steps);
+    StepPlan plan;
+    try {
+      plan = build_plan(w, n, p);
+    } catch (const InputError&) {
+      continue;  // a budget too small or a layout this node or shape cannot hold
+    }
+    validate(plan);
+    const SimResult r = simulate(plan, n);
+    const StepBound& b = r.bound;
+    INFO("step " << r.summary.step_time_s << " s, bound " << b.bound_step_time_s << " s (" << b.binding << "), chain-lane "
+                 << b.chain_lane_s << " s");
+    CHECK(r.summary.step_time_s >= b.bound_step_time_s * (1 - kBoundSlack));
+    if (b.chain_lane_s > 0) ++evaluated;
+    if (b.binding == "chain-lane") {
+      ++binding;
+      for (const PlanOp& op : plan.ops)
+        if (op.kind == OpKind::h2d && op.rate_cap_bytes_per_s > 0) {
+          ++binding_capped;
+          break;
+        }
+    }
+    ++simulated;
+  }
+  CHECK(simulated == wanted);
+  // The draws exercise (g): evaluated in most, binding in some, some of those with capped copies.
+  INFO("(g) evaluated " << evaluated << ", binding " << binding << ", binding with capped copies " << binding_capped);
+  CHECK(evaluated > wanted / 2);
+  CHECK(binding > 0);
+  CHECK(binding_capped > 0);
 }
