@@ -286,7 +286,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     for (const PlanOp& op : plan.ops)
       if (op.step == s - 1 && op.kind == OpKind::compute) anchor_of[std::size_t(op.rank)] = std::max(anchor_of[std::size_t(op.rank)], op.id);
 
-  // (g) inputs independent of r* (sim/bound.hpp (g)). The term needs one copy at a time per rank
+  // (h) inputs independent of r* (sim/bound.hpp (h)). The term needs one copy at a time per rank
   // and one collective group at a time: every rank's copies on one lane, and rank 0's collectives
   // (every group has an op on every rank, validate()) on one lane.
   const std::vector<LinkDirection>& directions = topology.link_directions();
@@ -340,7 +340,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       }
       class_of[h.id] = int(c);
     }
-  // The (rank q, resource ρ) pairs of (g): ρ on q's H2D route and on no other rank's.
+  // The (rank q, resource ρ) pairs of (h): ρ on q's H2D route and on no other rank's.
   struct LanePair {
     int rank, res;
     double coeff;  // a_qρ
@@ -416,8 +416,8 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     on_chain.assign(std::size_t(group_end), 0);
   }
 
-  // (g) for the candidate whose dist and anchor are given: the largest over the (rank, resource)
-  // pairs, 0 where it has nothing to add (derivation in sim/bound.hpp (g); symbols as there).
+  // (h) for the candidate whose dist and anchor are given: the largest over the (rank, resource)
+  // pairs, 0 where it has nothing to add (derivation in sim/bound.hpp (h); symbols as there).
   struct Good {  // an item of the fractional knapsack G(η): per second of room in H
     double e, k, room_s;
   };
@@ -765,8 +765,8 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         c.link_duplex_s = std::max(c.link_duplex_s, t);
         if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(d.resource) + "+" + solver.resource_name(rev.resource);
       }
-    // (g) The copy lane coupled with the critical chain through the executor's max-min sharing:
-    // for each (rank q, resource ρ) pair, the least T any multiplier η gives (sim/bound.hpp (g)).
+    // (h) The copy lane coupled with the critical chain through the executor's max-min sharing:
+    // for each (rank q, resource ρ) pair, the least T any multiplier η gives (sim/bound.hpp (h)).
     if (!lane_pairs.empty() && std::max({c.critical_path_s, c.link_s, c.copy_lane_s}) < b.bound_step_time_s)
       c.chain_lane_s = chain_lane_term_s(dist, anchor);
     c.bound_step_time_s = std::max({c.critical_path_s, c.link_s, c.copy_lane_s, c.chain_lane_s});

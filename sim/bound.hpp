@@ -59,9 +59,9 @@
 //      that also carries prefetch (a ring's K/V pass or an all-to-all through a shared PCIe switch
 //      uplink, FSDP's all-gather on a GPU's own link), the prefetch cannot fill C beside it, which
 //      (b) and (e) alone assume it can.
-//  (g) The copy lane coupled with the critical chain through the executor's max-min sharing. (The
-//      chain–link coupling tried on 2026-11-25, branch bound-g, is not this term: it assumed a copy
-//      may take any rate up to its cap beside a collective, and bound nothing more.) Take a rank q
+//  (h) The copy lane coupled with the critical chain through the executor's max-min sharing. ((g),
+//      a chain–link coupling tried on 2026-11-25 on branch bound-g, was not merged: it let a copy
+//      take any rate up to its cap beside a collective, and bound nothing more.) Take a rank q
 //      and a resource ρ on its H2D route that no other rank's H2D route crosses. At any instant ρ
 //      carries at most one copy (q's copies run one at a time, lane order) and the flows of at most
 //      one collective group (every group has an op on every rank, and a rank's collectives run one
@@ -104,8 +104,8 @@
 //      the pairs (q, ρ). What it sees: an uncapped copy beside an all-to-all's flow gets only its
 //      max-min share (C/2) and stretches it, yet the lane must spend H somewhere; (a)–(f) let a copy
 //      run at full rate anywhere and a collective at its time alone at once.
-// r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e, g) computed with r*'s anchor
-// (one candidate for a one-step plan; (g) is evaluated only for a candidate that may still give
+// r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e, h) computed with r*'s anchor
+// (one candidate for a one-step plan; (h) is evaluated only for a candidate that may still give
 // the smallest). It holds whatever the policy does (property tests draw
 // random configurations and layouts and check step_time ≥ bound).
 #include <string>
@@ -123,8 +123,8 @@ struct StepBound {
   std::string link_resource;       ///< its name ("pcie.gpu0.h2d", ...; "" when no bytes cross)
   double link_duplex_s = 0;        ///< (f) alone, the tightest direction pair
   double copy_lane_s = 0;          ///< (c), the tightest rank
-  double chain_lane_s = 0;         ///< (g), the tightest (rank, resource) pair (0 where not evaluated)
-  /// Which term binds: "critical-path", "link", "copy-lane" or "chain-lane" ((g)).
+  double chain_lane_s = 0;         ///< (h), the tightest (rank, resource) pair (0 where not evaluated)
+  /// Which term binds: "critical-path", "link", "copy-lane" or "chain-lane" ((h)).
   std::string binding;
 };
 

@@ -299,7 +299,7 @@ TEST_CASE("step_bound's shortcuts give the exhaustive StepBound field for field 
   CHECK(checked_layouts == wanted_layouts);
 }
 
-TEST_CASE("the chain-lane term (g) binds on hw-flux-1024 at 70 % of no-offload's memory, below the step", "[bound]") {
+TEST_CASE("the chain-lane term (h) binds on hw-flux-1024 at 70 % of no-offload's memory, below the step", "[bound]") {
   // The cell of README "Policies at equal memory" whose plan (16 MiB chunks, R auto, 15.66 GiB)
   // ignores the all-to-alls: its uncapped copies take half of the H2D direction beside each
   // all-to-all's incoming flow and stretch it, and the lane cannot move its 7.4 GB outside the
@@ -314,17 +314,17 @@ TEST_CASE("the chain-lane term (g) binds on hw-flux-1024 at 70 % of no-offload's
   CHECK(b.binding == "chain-lane");
   CHECK(b.chain_lane_s > std::max({b.critical_path_s, b.link_s, b.copy_lane_s}));
   CHECK(r.result.summary.step_time_s >= b.bound_step_time_s * (1 - kBoundSlack));
-  // The plan-only bound has (g) too (it reads the plan alone).
+  // The plan-only bound has (h) too (it reads the plan alone).
   CHECK(step_bound(r.plan, s.node).chain_lane_s == b.chain_lane_s);
 }
 
-TEST_CASE("no simulated step time is below its bound where (g) applies: budgets, shares, caps, shared uplinks, "
+TEST_CASE("no simulated step time is below its bound where (h) applies: budgets, shares, caps, shared uplinks, "
           "ring/TP/FSDP",
           "[bound][layouts]") {
-  // (g) rests on the executor's sharing rule (sim/bound.hpp): these draws put chunkflow's capped
+  // (h) rests on the executor's sharing rule (sim/bound.hpp): these draws put chunkflow's capped
   // (shared) and uncapped copies beside all-to-alls, ring K/V passes, all-reduces and FSDP
   // all-gathers (off the chain where they run ahead), on one GPU, two PCIe GPUs, and GPUs two to a
-  // switch uplink (where (g) takes only each GPU's own link), at budgets between the activations
+  // switch uplink (where (h) takes only each GPU's own link), at budgets between the activations
   // and no-offload's peak.
   struct Layout {
     const char* node;
@@ -332,7 +332,7 @@ TEST_CASE("no simulated step time is below its bound where (g) applies: budgets,
     bool fsdp;
   };
   // Even draws: FLUX 1024² on one or two GPUs, where the copy lane and the critical path are close
-  // at these budgets ((g) binds there); odd draws: the parallel layouts, on small shapes.
+  // at these budgets ((h) binds there); odd draws: the parallel layouts, on small shapes.
   static const std::vector<Layout> near = {{"1xh100-sxm", 2, 1, 1, false}, {"2xh100-pcie", 2, 1, 1, false}};
   static const std::vector<Layout> layouts = {{"8xh100-pcie", 2, 1, 1, false}, {"8xh100-pcie", 4, 1, 1, false},
                                               {"8xh100-pcie", 2, 2, 1, false}, {"8xh100-pcie", 2, 1, 2, false},
@@ -383,8 +383,8 @@ TEST_CASE("no simulated step time is below its bound where (g) applies: budgets,
     ++simulated;
   }
   CHECK(simulated == wanted);
-  // The draws exercise (g): evaluated in most, binding in some, some of those with capped copies.
-  INFO("(g) evaluated " << evaluated << ", binding " << binding << ", binding with capped copies " << binding_capped);
+  // The draws exercise (h): evaluated in most, binding in some, some of those with capped copies.
+  INFO("(h) evaluated " << evaluated << ", binding " << binding << ", binding with capped copies " << binding_capped);
   CHECK(evaluated > wanted / 2);
   CHECK(binding > 0);
   CHECK(binding_capped > 0);
