@@ -287,8 +287,8 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       if (op.step == s - 1 && op.kind == OpKind::compute) anchor_of[std::size_t(op.rank)] = std::max(anchor_of[std::size_t(op.rank)], op.id);
 
   // (h) inputs independent of r* (sim/bound.hpp (h)). The term needs one copy at a time per rank
-  // and one collective group at a time: every rank's copies on one lane, and rank 0's collectives
-  // (every group has an op on every rank, validate()) on one lane.
+  // and one collective group at a time: every rank's copies on one lane, and every rank's
+  // collectives on one lane (every group has an op on every rank, validate()).
   const std::vector<LinkDirection>& directions = topology.link_directions();
   std::vector<int> direction_of(static_cast<std::size_t>(resources), -1);
   for (int k = 0; k < int(directions.size()); ++k) direction_of[std::size_t(directions[std::size_t(k)].resource)] = k;
@@ -480,11 +480,13 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
                              (1 - p[k]) * class_bytes[k] / u[k]});
       }
       // η: 0, where a good's value e − η·k crosses 0, and where two goods' values cross (the
-      // breakpoints of G; between them the bound is linear-fractional in η, so monotone).
+      // breakpoints of G; between them the bound is linear-fractional in η, so monotone). Every η
+      // gives a bound: with more than 16 goods (copy caps of many values) the crossings of two
+      // goods are skipped, which can only lower the term.
       etas.assign(1, 0.0);
       for (std::size_t a = 0; a < goods.size(); ++a) {
         if (goods[a].k > 0 && goods[a].e > 0) etas.push_back(goods[a].e / goods[a].k);
-        for (std::size_t b2 = a + 1; b2 < goods.size(); ++b2)
+        for (std::size_t b2 = a + 1; goods.size() <= 16 && b2 < goods.size(); ++b2)
           if (goods[a].k != goods[b2].k) {
             const double eta = (goods[a].e - goods[b2].e) / (goods[a].k - goods[b2].k);
             if (eta > 0) etas.push_back(eta);
