@@ -386,6 +386,10 @@ TEST_CASE("no simulated step time is below its bound where (h) applies: budgets,
   // The draws exercise (h): evaluated in most, binding in some, some of those with capped copies.
   INFO("(h) evaluated " << evaluated << ", binding " << binding << ", binding with capped copies " << binding_capped);
   CHECK(evaluated > wanted / 2);
-  CHECK(binding > 0);
-  CHECK(binding_capped > 0);
+  // (h) binds in 3 of the 100 draws; a sampled run (CHUNKFLOW_PROPERTY_CONFIGS, scripts/sanitize.sh:
+  // the first 20 draws) need not reach them, so only the full run asserts that it binds.
+  if (wanted == 100) {
+    CHECK(binding > 0);
+    CHECK(binding_capped > 0);
+  }
 }
