@@ -4,6 +4,7 @@
 // follows its stated rule, chunkflow at a budget is no slower than the baselines at that budget,
 // and the validator rejects broken plans.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -431,6 +432,30 @@ TEST_CASE("chunkflow's own estimate matches the simulator on parallel layouts an
   CHECK(checked >= 16);
 }
 
+namespace {
+
+/// Each collective's time alone, by (op name, rank): the no-offload run of the same workload and node.
+std::map<std::pair<std::string, int>, double> collective_times_alone(const Scenario& s) {
+  std::map<std::pair<std::string, int>, double> alone_s;
+  for (const auto& row : run(s.workload, s.node, policy("no-offload")).result.timeline.rows)
+    if (row.kind == OpKind::collective) alone_s[{row.name, row.rank}] = row.end_s - row.start_s;
+  return alone_s;
+}
+
+/// The rate caps (0: uncapped) of every H2D copy, any rank, whose simulated interval overlaps the
+/// collective row `c`'s.
+std::vector<double> caps_of_copies_beside(const Run& r, const TimelineRow& c) {
+  std::vector<double> caps;
+  for (const auto& q : r.plan.ops) {
+    if (q.kind != OpKind::h2d) continue;
+    const auto& h = r.result.timeline.rows[std::size_t(q.id)];
+    if (h.start_s < c.end_s && h.end_s > c.start_s) caps.push_back(q.rate_cap_bytes_per_s);
+  }
+  return caps;
+}
+
+}  // namespace
+
 TEST_CASE("chunkflow's per-window treatment: recorded modes match the simulated windows, a shared window keeps "
           "the all-to-all's time alone, the estimate holds and the budget is kept",
           "[policy]") {
@@ -451,10 +476,7 @@ TEST_CASE("chunkflow's per-window treatment: recorded modes match the simulated 
   // estimate of the same timeline; they agree to within 2 % of the windows (windows whose
   // neighbouring copy starts or ends within a few µs of the collective's start may fall either way).
   const auto& rows = r.result.timeline.rows;
-  const Run alone = run(s.workload, s.node, policy("no-offload"));
-  std::map<std::string, double> alone_s;
-  for (const auto& row : alone.result.timeline.rows)
-    if (row.kind == OpKind::collective && row.rank == 0) alone_s[row.name] = row.end_s - row.start_s;
+  const auto alone_s = collective_times_alone(s);
   int counted[3] = {0, 0, 0}, collectives = 0;
   for (const auto& op : r.plan.ops) {
     if (op.kind != OpKind::collective || op.rank != 0 || op.step != i.steps - 1) continue;
@@ -469,14 +491,11 @@ TEST_CASE("chunkflow's per-window treatment: recorded modes match the simulated 
     ++counted[treatment];
     // A window whose only copies run at the share cap keeps the all-to-all at its time alone.
     if (treatment == 1) {
-      bool only_capped = true;
-      for (const auto& q : r.plan.ops) {
-        if (q.kind != OpKind::h2d) continue;
-        const auto& h = rows[std::size_t(q.id)];
-        if (h.start_s < c.end_s && h.end_s > c.start_s && !(q.rate_cap_bytes_per_s > 0)) only_capped = false;
-      }
-      INFO(c.name << ": " << c.end_s - c.start_s << " s, alone " << alone_s[c.name] << " s");
-      if (only_capped) CHECK(c.end_s - c.start_s <= alone_s[c.name] * (1 + 1e-6));
+      const auto caps = caps_of_copies_beside(r, c);
+      const bool only_capped = std::all_of(caps.begin(), caps.end(), [](double cap) { return cap > 0; });
+      const double alone_time_s = alone_s.at({c.name, 0});
+      INFO(c.name << ": " << c.end_s - c.start_s << " s, alone " << alone_time_s << " s");
+      if (only_capped) CHECK(c.end_s - c.start_s <= alone_time_s * (1 + 1e-6));
     }
   }
   CHECK(i.windows_yield + i.windows_share + i.windows_ignore == collectives);
@@ -513,25 +532,14 @@ TEST_CASE("chunkflow's per_window_share treatment: copies share at two caps, a w
   // Every collective of each rank's last step whose overlapping copies all run at the lower cap
   // takes its time alone (the no-offload run's), as the cap was chosen for.
   const auto& rows = r.result.timeline.rows;
-  const Run alone = run(s.workload, s.node, policy("no-offload"));
-  std::map<std::pair<std::string, int>, double> alone_s;
-  for (const auto& row : alone.result.timeline.rows)
-    if (row.kind == OpKind::collective) alone_s[{row.name, row.rank}] = row.end_s - row.start_s;
+  const auto alone_s = collective_times_alone(s);
   int kept = 0;
   for (const auto& op : r.plan.ops) {
     if (op.kind != OpKind::collective || op.step != i.steps - 1) continue;
     const auto& c = rows[std::size_t(op.id)];
-    int beside = 0;
-    bool only_lower = true;
-    for (const auto& q : r.plan.ops) {
-      if (q.kind != OpKind::h2d) continue;
-      const auto& h = rows[std::size_t(q.id)];
-      if (!(h.start_s < c.end_s && h.end_s > c.start_s)) continue;
-      ++beside;
-      if (q.rate_cap_bytes_per_s != lower_cap) only_lower = false;
-    }
-    if (beside == 0 || !only_lower) continue;
-    const double alone_time_s = alone_s[std::make_pair(c.name, op.rank)];
+    const auto caps = caps_of_copies_beside(r, c);
+    if (caps.empty() || std::any_of(caps.begin(), caps.end(), [&](double cap) { return cap != lower_cap; })) continue;
+    const double alone_time_s = alone_s.at({c.name, op.rank});
     INFO(c.name << " rank " << op.rank << ": " << c.end_s - c.start_s << " s, alone " << alone_time_s << " s");
     CHECK(c.end_s - c.start_s <= alone_time_s * (1 + 1e-6));
     ++kept;
