@@ -4,15 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <list>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <string_view>
-#include <unordered_map>
 
 #include "model/error.hpp"
 #include "model/json_file.hpp"
@@ -100,7 +95,7 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
   for (auto it = g.begin(); it != g.end(); ++it)
     if (!known.count(it.key())) throw InputError(file, "/" + it.key(), std::string("unknown field; expected one of ") + kGridKeys);
   Grid grid;
-  grid.sim_memo = std::make_shared<GridSimMemo>();
+  grid.sim_memo = std::make_shared<DecisionMemo>();
   grid.file = file;
   grid.text_digest = fnv1a_hex(g.dump());
   auto text = [&](const char* key, std::string& out) {
@@ -444,123 +439,6 @@ GridCounts count_grid(const Grid& grid) {
   return counts;
 }
 
-/// What a grid row takes from building, validating and simulating a plan.
-struct SimOutcome {
-  StepSummary summary;
-  StepBound bound;
-  uint64_t events = 0;
-  std::size_t ops = 0;    ///< the plan's op count
-  MemoryVerdict verdict;  ///< memory_verdict of the plan at the simulated peak
-};
-
-/// Simulation outcomes by encoded decision (see run_grid_config in grid.hpp), least recently used
-/// dropped beyond kMaxBytes of entries (keys, outcomes, their strings and the index): configurations are enumerated workload by workload, so the
-/// plans a configuration can share sit a few hundred configurations apart at most, and memory stays
-/// flat in the number of configurations. Thread-safe.
-class GridSimMemo {
- public:
-  static constexpr std::size_t kMaxBytes = std::size_t(64) << 20;
-
-  std::optional<SimOutcome> find(const std::string& key) {
-    const std::size_t h = std::hash<std::string_view>{}(key);
-    std::lock_guard lock(m_);
-    auto range = index_.equal_range(h);
-    for (auto it = range.first; it != range.second; ++it)
-      if (it->second->key == key) {
-        entries_.splice(entries_.begin(), entries_, it->second);  // most recently used first
-        ++hits_;
-        return it->second->outcome;
-      }
-    ++misses_;
-    return std::nullopt;
-  }
-
-  void insert(const std::string& key, const SimOutcome& outcome) {
-    const std::size_t h = std::hash<std::string_view>{}(key);
-    std::lock_guard lock(m_);
-    auto range = index_.equal_range(h);
-    for (auto it = range.first; it != range.second; ++it)
-      if (it->second->key == key) return;  // another thread simulated the same plan meanwhile
-    entries_.push_front(Entry{h, key, outcome});
-    index_.emplace(h, entries_.begin());
-    bytes_ += entry_bytes(entries_.front());
-    while (bytes_ > kMaxBytes && entries_.size() > 1) {
-      const Entry& last = entries_.back();
-      auto r = index_.equal_range(last.hash);
-      for (auto it = r.first; it != r.second; ++it)
-        if (it->second == std::prev(entries_.end())) {
-          index_.erase(it);
-          break;
-        }
-      bytes_ -= entry_bytes(last);
-      entries_.pop_back();
-    }
-  }
-
-  GridSimMemoStats stats() {
-    std::lock_guard lock(m_);
-    return {hits_, misses_, bytes_};
-  }
-
- private:
-  struct Entry {
-    std::size_t hash;
-    std::string key;
-    SimOutcome outcome;
-  };
-  /// Heap bytes an entry holds: its list node, its index node, its strings' buffers.
-  static std::size_t entry_bytes(const Entry& e) {
-    return sizeof(Entry) + 2 * sizeof(void*) + sizeof(std::size_t) + 4 * sizeof(void*) + e.key.capacity() +
-           e.outcome.bound.link_resource.capacity() + e.outcome.bound.binding.capacity() +
-           e.outcome.verdict.does_not_fit_reason.capacity();
-  }
-  std::mutex m_;
-  std::list<Entry> entries_;
-  std::unordered_multimap<std::size_t, std::list<Entry>::iterator> index_;
-  std::size_t bytes_ = 0;
-  int64_t hits_ = 0, misses_ = 0;
-};
-
-namespace {
-
-/// Writes v as a zigzag LEB128 varint at `at` (small integers, negative ones too, take one byte);
-/// returns the end. At most 10 bytes.
-char* put_varint(char* at, int64_t v) {
-  uint64_t z = (uint64_t(v) << 1) ^ uint64_t(v >> 63);
-  while (z >= 0x80) {
-    *at++ = char(z | 0x80);
-    z >>= 7;
-  }
-  *at++ = char(z);
-  return at;
-}
-char* put_double(char* at, double v) {
-  std::memcpy(at, &v, sizeof v);
-  return at + sizeof v;
-}
-
-/// What build_plan_from_schedule reads of a decision besides the policy's PlanInfo fields (which it
-/// copies into the plan and validate() and simulate() do not read): the grid workload index (its
-/// workload and node), the simulated steps, the slot count and size as the builder takes them
-/// (0 without pieces), whether copies are named by block, and per piece its step, block, chunk
-/// index, offset, bytes, rate cap and `after` position. Equal encodings give equal plans, op for op.
-void encode_decision(const CopySchedule& schedule, int workload, int steps, std::string& out) {
-  const std::size_t np = schedule.pieces.size();
-  out.resize(4 * 10 + 8 + 1 + np * (4 * 10 + 3 * 8));  // an upper bound: written through a pointer
-  char* at = out.data();
-  for (int64_t v : {int64_t(workload), int64_t(steps), int64_t(np), int64_t(np == 0 ? 0 : schedule.slot_count)})
-    at = put_varint(at, v);
-  at = put_double(at, np == 0 ? 0.0 : schedule.slot_bytes);
-  *at++ = char(schedule.whole_block_names ? 1 : 0);
-  for (const CopyPiece& c : schedule.pieces) {
-    for (int v : {c.step, c.block, c.chunk, c.after_position}) at = put_varint(at, v);
-    for (double v : {c.offset_bytes, c.bytes, c.rate_cap_bytes_per_s}) at = put_double(at, v);
-  }
-  out.resize(std::size_t(at - out.data()));
-}
-
-}  // namespace
-
 GridSimMemoStats grid_sim_memo_stats(const Grid& grid) { return grid.sim_memo ? grid.sim_memo->stats() : GridSimMemoStats{}; }
 
 GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
@@ -576,27 +454,14 @@ GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
     out.left_out_reason = gw.scenario.name + ", " + describe(p) + ": " + e.message();
     return out;
   }
-  thread_local std::string key;  // reused: no allocation once grown
-  encode_decision(d.schedule, config.workload, p.steps, key);
-  std::optional<SimOutcome> o = grid.sim_memo ? grid.sim_memo->find(key) : std::nullopt;
-  PlanInfo info;
-  if (!o) {  // a decision not seen yet (or dropped): the full path
-    StepPlan plan = build_plan_from_schedule(gw.scenario.workload, gw.scenario.node, p.steps, d.schedule, std::move(d.info));
-    validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
-    SimOptions options;
-    options.record_links = false;
-    options.record_memory = false;
-    options.record_op_names = false;  // rows need the summary, the bound and the events only
-    const SimResult r = simulate(plan, gw.scenario.node, options);
-    o = SimOutcome{r.summary, r.bound, r.events, plan.ops.size(),
-                   memory_verdict(plan, gw.scenario.node, r.summary.peak_memory_bytes)};
-    if (grid.sim_memo) grid.sim_memo->insert(key, *o);
-    info = std::move(plan.info);
-  } else {  // the plan is the one built before; its info is this decision's, filled as the builder does
-    info = std::move(d.info);
-    fill_schedule_info(gw.scenario.workload, gw.scenario.node, p.steps, d.schedule, gw.cost, info);
-  }
-  out.row = SweepRow{int(config.index), p, std::move(info), o->summary, o->verdict, o->bound, o->events, o->ops};
+  SimOptions options;
+  options.record_links = false;
+  options.record_memory = false;
+  options.record_op_names = false;  // rows need the summary, the bound and the events only
+  DecisionRun run = run_decision(gw.scenario.workload, gw.scenario.node, gw.cost, config.workload, p.steps, std::move(d),
+                                 options, grid.sim_memo.get());
+  const SimOutcome& o = run.outcome;
+  out.row = SweepRow{int(config.index), p, std::move(run.info), o.summary, o.verdict, o.bound, o.events, o.ops};
   return out;
 }
 

@@ -39,6 +39,7 @@
 
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
+#include "sim/decision_memo.hpp"
 #include "sim/sweep.hpp"
 
 namespace chunkflow {
@@ -51,8 +52,6 @@ struct GridWorkload {
   std::string layout_label;  ///< the layout entry as "key=value;..." ("" = the base scenario's)
 };
 
-/// Simulation outcomes remembered by plan decision across a grid's configurations (sim/grid.cpp).
-class GridSimMemo;
 
 struct Grid {
   std::string file;          ///< the grid file ("" when given as JSON in memory)
@@ -66,7 +65,7 @@ struct Grid {
   int64_t invalid_workloads = 0;         ///< workload combinations the scenario reader rejects
   std::string first_invalid_workload;    ///< ... the first one's reason
   /// What run_grid_config remembers between configurations (shared by the threads; one per Grid).
-  std::shared_ptr<GridSimMemo> sim_memo;
+  std::shared_ptr<DecisionMemo> sim_memo;
 };
 
 /// Reads a grid file (schema above). Throws InputError naming the file and the JSON pointer (e.g.
@@ -121,24 +120,12 @@ struct GridRow {
 
 /// Plans, validates and simulates one configuration (as `sweep` does). Throws what build_plan,
 /// validate and simulate throw, except the budget's InputError (→ left_out_reason).
-/// Shortcut (issue 12 §2): configurations that differ only in axes the planner did not act on (a
-/// memory budget that changes no slot, "auto" resolving to a listed fraction) make the same
-/// decision (runtime/policy.hpp decide_plan: the copy schedule, and PlanInfo fields the plan only
-/// carries). The decision is always made; when one equal to it in everything
-/// build_plan_from_schedule reads but those info fields (grid workload, simulated steps, slots,
-/// every piece) was built, validated and simulated before, the plan would be the same op for op,
-/// so its op count, summary, bound, event count and memory verdict are taken, and the row's info
-/// is this decision's filled by fill_schedule_info as the builder fills it; otherwise the plan is
-/// built, validated and simulated. Equality is checked on the whole encoded decision, not on a
-/// hash. tests/test_fast_paths.cpp compares with the full path on random runs of consecutive
-/// configurations.
+/// Shortcut (issue 12 §2): the decision is always made; one equal to a decision of this grid built
+/// before takes that plan's outcome from the grid's memo (sim/decision_memo.hpp run_decision).
 GridRow run_grid_config(const Grid& grid, const GridConfig& config);
 
 /// Hits and misses of a grid's simulation memo so far (for reports and benchmarks).
-struct GridSimMemoStats {
-  int64_t hits = 0, misses = 0;
-  std::size_t bytes = 0;  ///< heap bytes of the entries kept (encoded decisions, outcomes)
-};
+using GridSimMemoStats = DecisionMemoStats;
 GridSimMemoStats grid_sim_memo_stats(const Grid& grid);
 
 /// CSV header line (with '\n') and one row's line. Columns: config_index, model, node, layout,

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "sim/decision_memo.hpp"
 #include "sim/interrupt.hpp"
 
 namespace chunkflow {
@@ -138,16 +139,24 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
   options.record_memory = false;
   options.record_op_names = false;  // rows need the summary, the bound and the events only
   std::vector<char> done(mine.size(), 0);
+  // Configurations whose decisions are equal (sim/decision_memo.hpp: "auto" resolving to a listed
+  // fraction, a fraction of 1 at every chunk size) build, validate and simulate one plan.
+  ForwardCost cost;
+  try {
+    cost = forward_cost(scenario.workload);
+  } catch (const InputError&) {
+    // A bad workload: every configuration's decide_plan reports it below, before the cost is read.
+  }
+  DecisionMemo memo;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < int(mine.size()); ++i) {
     if (interrupt_signal()) continue;  // SIGINT/SIGTERM: start nothing more (sim/interrupt.hpp)
     try {
       const PolicyConfig& config = configs[mine[i]];
-      const StepPlan plan = build_plan(scenario.workload, scenario.node, config);
-      validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
-      const SimResult r = simulate(plan, scenario.node, options);
-      rows[i] = {mine[i], config, plan.info, r.summary, memory_verdict(plan, scenario.node, r.summary.peak_memory_bytes),
-                 r.bound, r.events, plan.ops.size()};
+      DecisionRun run = run_decision(scenario.workload, scenario.node, cost, 0, config.steps,
+                                     decide_plan(scenario.workload, scenario.node, config), options, &memo);
+      const SimOutcome& o = run.outcome;
+      rows[i] = {mine[i], config, std::move(run.info), o.summary, o.verdict, o.bound, o.events, o.ops};
       done[i] = 1;
     } catch (const InputError& e) {
       if (configs[mine[i]].memory_budget_bytes && e.field() == "/policy/memory_budget_gib")

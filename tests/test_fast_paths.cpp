@@ -7,15 +7,22 @@
 //  - sim/executor.cpp's per-(block, stage) compute time: every compute op of a timeline ends at
 //    its start + stage_compute_time_s(its stage, node) (no calibrated slowdown on these nodes);
 //  - SimOptions::record_op_names = false changes nothing but the rows' names;
-//  - sim/grid.hpp run_grid_config's memo of simulation outcomes by plan content: every row equals
-//    build_plan → validate → simulate of its configuration, bit for bit;
+//  - sim/decision_memo.hpp's memo of simulation outcomes by plan decision, in run_grid_config and
+//    run_sweep (one and two threads): every row equals build_plan → validate → simulate of its
+//    configuration, bit for bit; its claims make a thread wait for an outcome another is computing;
 //  - the max-min solver's loop over the resources in use only: tests/test_maxmin.cpp (against
 //    maxmin_reference) and every comparison above, which runs it;
 //  - traces/timeline.cpp summarize's row index by position = its hash map on renumbered ids.
+#include <omp.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "model/analytical.hpp"
 #include "model/error.hpp"
@@ -23,7 +30,10 @@
 #include "runtime/policy.hpp"
 #include "sim/executor.hpp"
 #include "sim/fit.hpp"
+#include "sim/decision_memo.hpp"
 #include "sim/grid.hpp"
+#include "sim/report.hpp"
+#include "sim/sweep.hpp"
 #include "sim/topology.hpp"
 #include "sim_fixtures.hpp"
 
@@ -329,4 +339,91 @@ TEST_CASE("summarize indexes rows by position when ids are positions: equal to t
     ++compared;
   }
   CHECK(compared >= 10);
+}
+
+TEST_CASE("run_sweep's decision memo gives every row the full path's result, on 1 and 2 threads "
+          "(auto fractions, fractions of 1, budgets)", "[fast][sweep]") {
+  // FLUX 512² on 2xh100-pcie, Ulysses 2 (cheap plans): "auto" resolves to a listed fraction and a
+  // fraction of 1 offloads nothing at any chunk size, so those rows share a decision with another;
+  // on two threads the two may run at once (one waits for the other's claim).
+  Scenario s = default_scenario();
+  s.workload.model = "flux.1-dev";
+  s.workload.height = s.workload.width = 512;
+  s.workload.frames = 1;
+  SweepGrid grid;
+  grid.chunk_mib = {16, 64};
+  for (const std::optional<double> budget : {std::optional<double>{}, std::optional<double>{12 * kGiB}}) {
+    grid.memory_budget_bytes = budget;
+    const std::vector<PolicyConfig> configs = sweep_configs(grid);
+    for (const int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      int skipped = 0;
+      const std::vector<SweepRow> rows = run_sweep(s, configs, 0, 1, &skipped);
+      omp_set_num_threads(omp_get_num_procs());
+      INFO("budget " << (budget ? *budget : 0.0) << ", threads " << threads);
+      int compared = 0;
+      for (const SweepRow& row : rows) {
+        const PolicyConfig& config = configs[std::size_t(row.config_index)];
+        const StepPlan plan = build_plan(s.workload, s.node, config);
+        validate(plan);
+        const SimResult full = simulate(plan, s.node);
+        const SweepRow full_row{row.config_index, config, plan.info, full.summary,
+                                memory_verdict(plan, s.node, full.summary.peak_memory_bytes), full.bound,
+                                full.events, plan.ops.size()};
+        CHECK(sweep_row_json(row).dump() == sweep_row_json(full_row).dump());
+        CHECK(sweep_csv(s, {row}) == sweep_csv(s, {full_row}));
+        ++compared;
+      }
+      CHECK(compared + skipped == int(configs.size()));
+      CHECK(compared > 10);
+    }
+    // The shortcut is exercised: some rows share their decision with an earlier row.
+    std::set<std::string> seen;
+    int shared = 0;
+    for (const PolicyConfig& config : configs) {
+      try {
+        std::string key;
+        encode_decision(decide_plan(s.workload, s.node, config).schedule, 0, config.steps, key);
+        shared += seen.insert(key).second ? 0 : 1;
+      } catch (const InputError&) {  // the budget cannot hold it: no row
+      }
+    }
+    CHECK(shared >= 3);
+  }
+}
+
+TEST_CASE("the decision memo: a claimed key makes other threads wait for its outcome; an abandoned "
+          "claim passes to a waiter; hits are counted", "[fast][memo]") {
+  DecisionMemo memo;
+  SimOutcome outcome;
+  outcome.summary.step_time_s = 0.25;
+  outcome.ops = 7;
+  REQUIRE_FALSE(memo.find_or_claim("a").has_value());  // claimed by this thread
+  std::atomic<int> got_ops{-1};
+  std::thread waiter([&] {
+    const std::optional<SimOutcome> o = memo.find_or_claim("a");  // waits for the claim
+    got_ops = o ? int(o->ops) : -2;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(got_ops == -1);  // still waiting: no outcome yet, and it did not claim "a" itself
+  memo.insert("a", outcome);
+  waiter.join();
+  CHECK(got_ops == 7);
+
+  REQUIRE_FALSE(memo.find_or_claim("b").has_value());
+  std::atomic<bool> claimed{false};
+  std::thread second([&] {
+    claimed = !memo.find_or_claim("b").has_value();  // gets the claim once "b" is abandoned
+    if (claimed) memo.insert("b", outcome);
+  });
+  memo.abandon("b");
+  second.join();
+  CHECK(claimed);
+  const auto b = memo.find_or_claim("b");
+  REQUIRE(b.has_value());
+  CHECK(b->summary.step_time_s == 0.25);
+  const DecisionMemoStats st = memo.stats();
+  CHECK(st.hits == 2);    // the waiter's "a" and this "b"
+  CHECK(st.misses == 3);  // the claims: "a", "b", and "b" again after the abandon
+  CHECK(st.bytes > 0);
 }

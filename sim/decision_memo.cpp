@@ -1,0 +1,139 @@
+// Simulation outcomes by plan decision; see decision_memo.hpp.
+#include "sim/decision_memo.hpp"
+
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+#include "runtime/step_plan.hpp"
+
+namespace chunkflow {
+
+std::optional<SimOutcome> DecisionMemo::find_or_claim(const std::string& key) {
+  const std::size_t h = std::hash<std::string_view>{}(key);
+  std::unique_lock lock(m_);
+  for (;;) {
+    auto range = index_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second->key == key) {
+        entries_.splice(entries_.begin(), entries_, it->second);  // most recently used first
+        ++hits_;
+        return it->second->outcome;
+      }
+    if (!claimed_.count(key)) break;
+    claim_released_.wait(lock);  // another thread simulates this decision now: take its outcome
+  }
+  claimed_.insert(key);
+  ++misses_;
+  return std::nullopt;
+}
+
+void DecisionMemo::insert(const std::string& key, const SimOutcome& outcome) {
+  const std::size_t h = std::hash<std::string_view>{}(key);
+  {
+    std::lock_guard lock(m_);
+    claimed_.erase(key);
+    entries_.push_front(Entry{h, key, outcome});
+    index_.emplace(h, entries_.begin());
+    bytes_ += entry_bytes(entries_.front());
+    while (bytes_ > kMaxBytes && entries_.size() > 1) {
+      const Entry& last = entries_.back();
+      auto r = index_.equal_range(last.hash);
+      for (auto it = r.first; it != r.second; ++it)
+        if (it->second == std::prev(entries_.end())) {
+          index_.erase(it);
+          break;
+        }
+      bytes_ -= entry_bytes(last);
+      entries_.pop_back();
+    }
+  }
+  claim_released_.notify_all();
+}
+
+void DecisionMemo::abandon(const std::string& key) {
+  {
+    std::lock_guard lock(m_);
+    claimed_.erase(key);
+  }
+  claim_released_.notify_all();
+}
+
+DecisionMemoStats DecisionMemo::stats() {
+  std::lock_guard lock(m_);
+  return {hits_, misses_, bytes_};
+}
+
+/// Heap bytes an entry holds: its list node, its index node, its strings' buffers.
+std::size_t DecisionMemo::entry_bytes(const Entry& e) {
+  return sizeof(Entry) + 2 * sizeof(void*) + sizeof(std::size_t) + 4 * sizeof(void*) + e.key.capacity() +
+         e.outcome.bound.link_resource.capacity() + e.outcome.bound.binding.capacity() +
+         e.outcome.verdict.does_not_fit_reason.capacity();
+}
+
+namespace {
+
+/// Writes v as a zigzag LEB128 varint at `at` (small integers, negative ones too, take one byte);
+/// returns the end. At most 10 bytes.
+char* put_varint(char* at, int64_t v) {
+  uint64_t z = (uint64_t(v) << 1) ^ uint64_t(v >> 63);
+  while (z >= 0x80) {
+    *at++ = char(z | 0x80);
+    z >>= 7;
+  }
+  *at++ = char(z);
+  return at;
+}
+char* put_double(char* at, double v) {
+  std::memcpy(at, &v, sizeof v);
+  return at + sizeof v;
+}
+
+}  // namespace
+
+void encode_decision(const CopySchedule& schedule, int workload, int steps, std::string& out) {
+  const std::size_t np = schedule.pieces.size();
+  out.resize(4 * 10 + 8 + 1 + np * (4 * 10 + 3 * 8));  // an upper bound: written through a pointer
+  char* at = out.data();
+  for (int64_t v : {int64_t(workload), int64_t(steps), int64_t(np), int64_t(np == 0 ? 0 : schedule.slot_count)})
+    at = put_varint(at, v);
+  at = put_double(at, np == 0 ? 0.0 : schedule.slot_bytes);
+  *at++ = char(schedule.whole_block_names ? 1 : 0);
+  for (const CopyPiece& c : schedule.pieces) {
+    for (int v : {c.step, c.block, c.chunk, c.after_position}) at = put_varint(at, v);
+    for (double v : {c.offset_bytes, c.bytes, c.rate_cap_bytes_per_s}) at = put_double(at, v);
+  }
+  out.resize(std::size_t(at - out.data()));
+}
+
+DecisionRun run_decision(const Workload& w, const NodeSpec& node, const ForwardCost& cost, int workload_key, int steps,
+                         PlanDecision d, const SimOptions& options, DecisionMemo* memo) {
+  thread_local std::string key;  // reused: no allocation once grown
+  std::optional<SimOutcome> o;
+  if (memo) {
+    encode_decision(d.schedule, workload_key, steps, key);
+    o = memo->find_or_claim(key);
+  }
+  DecisionRun out;
+  if (!o) {  // a decision not seen yet (or dropped): the full path, under this thread's claim
+    try {
+      StepPlan plan = build_plan_from_schedule(w, node, steps, d.schedule, std::move(d.info));
+      validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
+      const SimResult r = simulate(plan, node, options);
+      out.outcome = SimOutcome{r.summary, r.bound, r.events, plan.ops.size(),
+                               memory_verdict(plan, node, r.summary.peak_memory_bytes)};
+      out.info = std::move(plan.info);
+    } catch (...) {
+      if (memo) memo->abandon(key);
+      throw;
+    }
+    if (memo) memo->insert(key, out.outcome);
+  } else {  // the plan is the one built before; its info is this decision's, filled as the builder does
+    out.outcome = std::move(*o);
+    out.info = std::move(d.info);
+    fill_schedule_info(w, node, steps, d.schedule, cost, out.info);
+  }
+  return out;
+}
+
+}  // namespace chunkflow
