@@ -65,6 +65,37 @@ double vae_decode_time_s(const Workload& w, const NodeSpec& n) {
   return pixels * vae_flop_per_pixel(w.model) / (vae_efficiency(w.model) * peak);
 }
 
+namespace {
+
+// HunyuanVideo's tiled VAE decode (autoencoder_kl_causal_3d.py, VAE "884-16c-hy"): temporal
+// compression 4, spatial 8; tile_latent_min_tsize = sample_tsize 64 / 4 = 16 (a tile takes 16 + 1
+// latent frames), tile_latent_min_size = sample_size 256 / 2^(4 − 1) = 32; tile_overlap_factor 0.25,
+// so tiles start every int(16 · 0.75) = 12 latent frames and int(32 · 0.75) = 24 latent pixels.
+constexpr int64_t kHyTileLatentFrames = 16, kHyTileLatentPixels = 32;
+constexpr int64_t kHyTileStrideFrames = 12, kHyTileStridePixels = 24;
+constexpr double kBareEagerOpHostS = 7.5e-6;  // generation.hpp: middle of 5–10 µs (assumed)
+
+// Σ over the tiles that start every `stride` of min(tile, extent − start).
+int64_t tiled_extent_sum(int64_t extent, int64_t tile, int64_t stride) {
+  int64_t sum = 0;
+  for (int64_t start = 0; start < extent; start += stride) sum += std::min(tile, extent - start);
+  return sum;
+}
+
+}  // namespace
+
+int64_t hunyuan_vae_mask_rows(const Workload& w) {
+  const int64_t t = (w.frames - 1) / 4 + 1, h = w.height / 8, wd = w.width / 8;
+  const bool spatial = h > kHyTileLatentPixels || wd > kHyTileLatentPixels;
+  const int64_t hw = spatial ? tiled_extent_sum(h, kHyTileLatentPixels, kHyTileStridePixels) *
+                                   tiled_extent_sum(wd, kHyTileLatentPixels, kHyTileStridePixels)
+                             : h * wd;
+  const int64_t frames = t > kHyTileLatentFrames ? tiled_extent_sum(t, kHyTileLatentFrames + 1, kHyTileStrideFrames) : t;
+  return frames * hw;
+}
+
+double hunyuan_vae_mask_loop_time_s(const Workload& w) { return double(hunyuan_vae_mask_rows(w)) * kBareEagerOpHostS; }
+
 double generation_time_s(const Workload& w, const NodeSpec& n, double step_time_s) {
   return text_encode_time_s(w, n) + denoise_time_s(w, step_time_s) + vae_decode_time_s(w, n);
 }

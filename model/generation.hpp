@@ -23,6 +23,26 @@ double text_encode_time_s(const Workload& w, const NodeSpec& n, bool encoder_on_
 /// VAE decode time of one generation of `w` on one GPU of `n`, in seconds.
 double vae_decode_time_s(const Workload& w, const NodeSpec& n);
 
+/// Rows that HunyuanVideo's reference VAE decode writes one at a time into its causal attention
+/// masks (Tencent-Hunyuan/HunyuanVideo as released, hyvideo/vae/unet_causal_3d_blocks.py
+/// prepare_causal_attention_mask: `for i in range(seq_len): mask[i, :(i // n_hw + 1) * n_hw] = 0`,
+/// one eager fill per row; the decoder's mid block builds the mask on every call, seq_len = the
+/// call's latent frames × height × width). The decode is tiled (hyvideo/config.py --vae-tiling on
+/// by default; autoencoder_kl_causal_3d.py): latent frames T = (F−1)/4+1, H = height/8, W = width/8;
+/// T > 16: temporal tiles of 17 latent frames starting every 12; spatial tiles (when H or W > 32)
+/// of 32 × 32 latent pixels starting every 24, edge tiles cut at the border. Rows =
+/// Σ_temporal tiles t · (Σ_rows h) · (Σ_cols w), independent of the batch (one mask per call).
+/// 1280×720×129: 43 · 114 · 208 = 1,019,616. Throws nothing (frames, height, width ≥ 1).
+int64_t hunyuan_vae_mask_rows(const Workload& w);
+
+/// Host time of that row loop, in seconds: rows × the CPU cost of one eager PyTorch op issuing one
+/// kernel, 7.5 µs (assumed: middle of the "5–10 µs of CPU each" per eager kernel of
+/// code-review-3fa5e28.md; the Python setitem alone measured 2.6 µs per row on this project's CPU
+/// machine with PyTorch 1.13, no CUDA launch). The loop issues one tiny fill kernel per row, so the
+/// host, not the GPU, sets its pace. Replaced by a vectorised mask in 2025 (HunyuanVideo PR #208,
+/// diffusers PR #10764), so only a record of the release-era code pays it.
+double hunyuan_vae_mask_loop_time_s(const Workload& w);
+
 /// text_encode_time_s + denoise_time_s(w, step_time_s) + vae_decode_time_s, in seconds;
 /// `step_time_s` is the simulated time of one forward.
 double generation_time_s(const Workload& w, const NodeSpec& n, double step_time_s);

@@ -11,7 +11,9 @@
 //    "steps": 50, "cfg": "none" | "sequential",
 //    "layout": {"ulysses": 1, "ring": 1, "fsdp": false},
 //    "attention": "fa2" | "fa3" | "sdpa" | "sage", "compiled": bool,
-//    "framework": "sglang" | "xdit" | "wan" | "diffusers" | ...,
+//    "framework": "sglang" | "xdit" | "wan" | "diffusers" | "hunyuanvideo" (the official
+//                 HunyuanVideo repository as released; published_predict.cpp prices its host-side
+//                 RoPE tables and VAE mask loop) | ...,
 //    "offload": "none" | "layerwise" | "whole-model-swap" | "group-offload-leaf",
 //    "text_encoder": "gpu" (default) | "cpu",
 //    "measures": "per_forward" | "per_step" | "denoise_total" | "generation" | "peak_memory" | "h2d_bandwidth",

@@ -97,10 +97,25 @@ namespace {
 
 struct ForwardParts {
   double gemm = 0, attention = 0, elementwise = 0, launch = 0, collective = 0, fsdp = 0, offload = 0, non_block = 0;
+  double rope_table_h2d = 0;  ///< HunyuanVideo's official pipeline: RoPE tables copied from the host per block
   double kernels = 0;
   double ring_kernels = 0;  ///< of `kernels`: the ring loop's, eager even in a compiled stack
-  double gpu() const { return gemm + attention + elementwise + launch + collective + fsdp + offload + non_block; }
+  double gpu() const {
+    return gemm + attention + elementwise + launch + collective + fsdp + offload + non_block + rope_table_h2d;
+  }
 };
+
+// HunyuanVideo's official pipeline (framework "hunyuanvideo": Tencent-Hunyuan/HunyuanVideo
+// sample_video.py, xfuser's attention under Ulysses) keeps its RoPE tables in host memory:
+// HunyuanVideoSampler.predict builds freqs_cos / freqs_sin with get_nd_rotary_pos_embed on the CPU
+// (hyvideo/inference.py; (S_v, head_dim) float32 each), parallelize_transformer chunks them per rank
+// on the CPU (S_v / P rows), and apply_rotary_emb (hyvideo/modules/posemb_layers.py) runs
+// `cos, sin = cos.to(xq.device), sin.to(xq.device)` in every double- and single-stream block: two
+// synchronous copies from pageable memory per block (non_blocking defaults to False, so the host
+// waits and nothing overlaps them). Bytes per forward per rank = blocks · 2 · S_v / P · head_dim · 4,
+// at the pageable rate (kPageableOverPinned × the pinned H2D rate) plus the H2D latency per copy.
+constexpr double kRopeTablesPerBlock = 2;  // cos and sin
+constexpr double kRopeTableBytesPerElement = 4;  // float32
 
 ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
   const double slowest = slowest_gpu_rate(r.gpu_count);
@@ -200,6 +215,13 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
   }
   // Non-block weights (embedders, time projection, final layer) read once per forward.
   f.non_block = cost.non_block_weight_bytes / hbm;
+  if (r.framework == "hunyuanvideo") {
+    const double ranks = double(u * ring);
+    const double table_bytes = double(cost.tokens.video) / ranks * double(architecture(w.model).head_dim) *
+                               kRopeTableBytesPerElement;
+    const double copies = double(cost.blocks.size()) * kRopeTablesPerBlock;
+    f.rope_table_h2d = copies * (table_bytes / (kPageableOverPinned * n.h2d_bytes_per_s(0)) + n.h2d_latency_s);
+  }
   return f;
 }
 
@@ -276,6 +298,7 @@ PublishedPrediction predict_published(const PublishedRecord& r, const PublishedS
     p.parts["collective"] = mult * (f.collective + f.fsdp);
     p.parts["offload"] = mult * f.offload;
     p.parts["non_block"] = mult * f.non_block;
+    p.parts["rope_table_h2d"] = mult * f.rope_table_h2d;
     p.parts["host_bound"] = mult * std::max(0.0, host_s - gpu_s);
     p.predicted = mult * forward_s;
     if (r.measures == PublishedMeasure::generation) {
@@ -286,10 +309,16 @@ PublishedPrediction predict_published(const PublishedRecord& r, const PublishedS
         const double experts = double(architecture(r.workload.model).experts);
         swap = 2.0 * experts * dit_weight_bytes_on_host(r) / (kPageableOverPinned * n.h2d_bytes_per_s(0));
       }
+      // HunyuanVideo's official pipeline as released (the records' revision: xfuser 0.4.0, Dec
+      // 2024) builds its VAE's causal attention masks row by row on the host, on every rank
+      // (hunyuan_vae_mask_loop_time_s, model/generation.hpp); the fitted decode (SGLang's port, a
+      // vectorised mask) does not include it.
+      const double mask_loop = r.framework == "hunyuanvideo" ? hunyuan_vae_mask_loop_time_s(r.workload) : 0.0;
       p.parts["text_encode"] = text;
       p.parts["vae_decode"] = vae;
+      p.parts["vae_mask_loop"] = mask_loop;
       p.parts["model_swap"] = swap;
-      p.predicted += text + vae + swap;
+      p.predicted += text + vae + swap + mask_loop;
     }
   }
   p.error = (p.predicted - p.published) / p.published;

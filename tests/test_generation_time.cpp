@@ -104,3 +104,39 @@ TEST_CASE("the VAE decoders reproduce the decode times they are fitted on") {
   const NodeSpec h100 = published_node("h100-sxm", 1, "");
   CHECK(vae_decode_time_s(hy_wan_shape, h100) > vae_decode_time_s(wan, h100));
 }
+
+TEST_CASE("HunyuanVideo's release VAE mask loop: rows = Σ over the decode's tiles of latent frames × height × width") {
+  Workload w;
+  w.model = "hunyuanvideo";
+  // 256×256×17: latent 5 × 32 × 32, no tile (T ≤ 16, H and W ≤ 32): one call, 5120 rows.
+  w.height = 256;
+  w.width = 256;
+  w.frames = 17;
+  CHECK(hunyuan_vae_mask_rows(w) == 5 * 32 * 32);
+  // 1280×720×129: latent 33 × 90 × 160. Temporal tiles start at 0, 12, 24 (17, 17, 9 frames);
+  // rows of tiles start at 0, 24, 48, 72 (32, 32, 32, 18), columns at 0, 24, …, 144 (six of 32, 16).
+  w.height = 720;
+  w.width = 1280;
+  w.frames = 129;
+  CHECK(hunyuan_vae_mask_rows(w) == (17 + 17 + 9) * (32 * 3 + 18) * (32 * 6 + 16));
+  CHECK(hunyuan_vae_mask_rows(w) == 1'019'616);
+  CHECK(hunyuan_vae_mask_loop_time_s(w) == Approx(1'019'616 * 7.5e-6).epsilon(1e-12));
+  // 960×960×129 (the xDiT doc's other table, the same token count): latent 33 × 120 × 120, tiles at
+  // 0, 24, 48, 72, 96 (four of 32, 24) in both directions.
+  w.height = 960;
+  w.width = 960;
+  CHECK(hunyuan_vae_mask_rows(w) == 43 * (32 * 4 + 24) * (32 * 4 + 24));
+  // One mask per decoder call whatever the batch; overlapping tiles cover every latent position.
+  Workload b = w;
+  b.batch = 3;
+  CHECK(hunyuan_vae_mask_rows(b) == hunyuan_vae_mask_rows(w));
+  for (int64_t frames : {1, 17, 65, 69, 129, 201})
+    for (int64_t side : {256, 480, 720, 1280}) {
+      Workload v = w;
+      v.frames = frames;
+      v.height = side;
+      v.width = 1280;
+      const int64_t t = (frames - 1) / 4 + 1;
+      CHECK(hunyuan_vae_mask_rows(v) >= t * (side / 8) * 160);
+    }
+}

@@ -119,9 +119,39 @@ TEST_CASE("generation = text encoding + steps × forwards per step × forward + 
     INFO(r.id);
     const PublishedPrediction p = predict_published(r);
     const double expected = p.parts.at("text_encode") + p.parts.at("vae_decode") + p.parts.at("model_swap") +
-                            double(r.steps) * r.forwards_per_step() * p.forward_time_s;
+                            p.parts.at("vae_mask_loop") + double(r.steps) * r.forwards_per_step() * p.forward_time_s;
     CHECK(p.predicted == Approx(expected).epsilon(1e-12));
   }
+}
+
+TEST_CASE("HunyuanVideo's official pipeline: RoPE tables copied per block at the pageable rate (1/P per rank), the VAE mask loop once") {
+  // hy-720p-*: framework "hunyuanvideo". Per forward and rank, 60 blocks × (cos, sin) tables of
+  // S_v / P rows × 128 float32, each copy synchronous from pageable memory: bytes / (0.5 · pinned
+  // H2D) + the H2D latency. The VAE's row loop is hunyuan_vae_mask_loop_time_s, independent of P.
+  const fs::path d = temp_dir("hy-framework");
+  int seen = 0;
+  for (const PublishedRecord& r : load_published_records(kDir)) {
+    if (r.framework != "hunyuanvideo") continue;
+    INFO(r.id);
+    ++seen;
+    const PublishedPrediction p = predict_published(r);
+    const NodeSpec n = published_record_node(r);
+    const double ranks = double(r.gpu_count);
+    const double s_v = double(tokens(r.workload).video);
+    const double per_copy = s_v / ranks * 128.0 * 4.0 / (0.5 * n.h2d_bytes_per_s(0)) + n.h2d_latency_s;
+    CHECK(p.parts.at("rope_table_h2d") == Approx(double(r.steps) * 60.0 * 2.0 * per_copy).epsilon(1e-12));
+    CHECK(p.parts.at("vae_mask_loop") == Approx(hunyuan_vae_mask_loop_time_s(r.workload)).epsilon(1e-12));
+    CHECK(p.parts.at("vae_mask_loop") == Approx(1'019'616 * 7.5e-6).epsilon(1e-12));
+    // The same record priced as another framework's pipeline drops exactly these two parts.
+    const PublishedRecord other = read_published_record(
+        edited_copy(r.id, "\"framework\": \"hunyuanvideo\"", "\"framework\": \"xdit\"", d));
+    const PublishedPrediction q = predict_published(other);
+    CHECK(q.parts.at("rope_table_h2d") == 0);
+    CHECK(q.parts.at("vae_mask_loop") == 0);
+    CHECK(p.predicted - q.predicted == Approx(p.parts.at("rope_table_h2d") + p.parts.at("vae_mask_loop")).epsilon(1e-9));
+  }
+  CHECK(seen == 4);
+  fs::remove_all(d);
 }
 
 TEST_CASE("a compiled stack issues its ring loop eagerly (graph break at the P2P): host-bound forward = ((K - K_ring)·0.4 + K_ring)·issue") {
