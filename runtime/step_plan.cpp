@@ -175,9 +175,23 @@ void validate(const StepPlan& plan) {
   // Chunk coverage is [src_offset, src_offset + bytes) of the block's layout; a linear covers
   // [weight_offset, weight_offset + weight_bytes); the last linear of a block also covers the
   // block's tail (non-linear parameters): stage_weight_range().
-  std::map<std::tuple<int, int, int>, std::vector<int>> chunks;  // (rank, step, block) → h2d ops
+  // The h2d ops of each (rank, step, block) sorted by source offset, with the longest one's bytes:
+  // the chunks that overlap [lo, hi) all start in [lo − longest, hi), found by binary search
+  // (O(log c + overlapping) per compute op instead of O(c): small-chunk plans hold hundreds per block).
+  struct BlockChunks {
+    std::vector<int> by_offset;
+    double longest_bytes = 0;
+  };
+  std::map<std::tuple<int, int, int>, BlockChunks> chunks;  // (rank, step, block) → h2d ops
   for (const auto& op : plan.ops)
-    if (op.kind == OpKind::h2d) chunks[{op.rank, op.step, op.block}].push_back(op.id);
+    if (op.kind == OpKind::h2d && std::isfinite(op.src_offset_bytes)) {  // else it overlaps nothing
+      BlockChunks& b = chunks[{op.rank, op.step, op.block}];
+      b.by_offset.push_back(op.id);
+      b.longest_bytes = std::max(b.longest_bytes, op.bytes);
+    }
+  for (auto& [key, b] : chunks)
+    std::stable_sort(b.by_offset.begin(), b.by_offset.end(),
+                     [&](int x, int y) { return plan.ops[x].src_offset_bytes < plan.ops[y].src_offset_bytes; });
   for (const auto& op : plan.ops) {
     if (op.kind == OpKind::h2d || op.stage < 0) continue;
     auto it = chunks.find({op.rank, op.step, op.block});
@@ -186,11 +200,16 @@ void validate(const StepPlan& plan) {
     const auto [lo, hi] = stage_weight_range(block, op.stage);  // {0, 0}: reads no chunk
     if (!(hi > lo)) continue;
     in_list.assign(op.data_deps);
-    for (int c : it->second) {
-      const PlanOp& ch = plan.ops[c];
-      if (ch.src_offset_bytes < hi && ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(c))
-        fail(op.name + " does not wait for " + ch.name + ", which holds part of its weights");
+    const std::vector<int>& by_offset = it->second.by_offset;
+    const double from = lo - it->second.longest_bytes;
+    auto c = std::lower_bound(by_offset.begin(), by_offset.end(), from,
+                              [&](int id, double v) { return plan.ops[id].src_offset_bytes < v; });
+    int missing = -1;  // the lowest id among the overlapping chunks the op does not wait for
+    for (; c != by_offset.end() && plan.ops[*c].src_offset_bytes < hi; ++c) {
+      const PlanOp& ch = plan.ops[*c];
+      if (ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(*c) && (missing < 0 || *c < missing)) missing = *c;
     }
+    if (missing >= 0) fail(op.name + " does not wait for " + plan.ops[missing].name + ", which holds part of its weights");
   }
 
   // Memory balances per rank; a slot is refilled only after the op that frees its previous chunk.

@@ -389,7 +389,15 @@ TEST_CASE("the validator rejects a cycle, a missing weight dependency and unbala
       StepPlan p = fine;
       auto& deps = p.ops[wide].data_deps;
       deps.erase(std::find(deps.begin(), deps.end(), chunks_read[k]));
-      CHECK_THROWS_WITH(validate(p), Catch::Contains("does not wait for"));
+      // validate finds the chunks overlapping the op's weights by offset: it names this one.
+      CHECK_THROWS_WITH(validate(p), Catch::Contains("does not wait for " + p.ops[chunks_read[k]].name + ","));
+    }
+    if (k > 0) {  // two dropped: the message names the lower id, as a scan in id order would
+      StepPlan p = fine;
+      auto& deps = p.ops[wide].data_deps;
+      for (int d : {chunks_read[k], chunks_read[0]}) deps.erase(std::find(deps.begin(), deps.end(), d));
+      const int lower = std::min(chunks_read[0], chunks_read[k]);
+      CHECK_THROWS_WITH(validate(p), Catch::Contains("does not wait for " + p.ops[lower].name + ","));
     }
     {
       StepPlan p = fine;
@@ -398,6 +406,29 @@ TEST_CASE("the validator rejects a cycle, a missing weight dependency and unbala
       CHECK_THROWS_WITH(validate(p), Catch::Contains("data dep not in deps"));
     }
   }
+}
+
+TEST_CASE("validate: a chunk that holds the weights of two stages must be waited for by both", "[policy][validate]") {
+  // Large chunks pack several small tensors: a chunk that starts before a stage's weights and
+  // reaches into them is found by validate's offset search (it starts up to one chunk before them).
+  const auto w = workload("wan2.1-t2v-1.3b", 256, 256, 5, 1);
+  const StepPlan plan = build_plan(w, node("1xh100-sxm"), policy("chunkflow", 0.0, 64));
+  REQUIRE_NOTHROW(validate(plan));
+  std::map<int, std::vector<int>> readers;  // h2d op → compute ops reading it, in id order
+  for (const auto& op : plan.ops)
+    if (op.kind == OpKind::compute)
+      for (int d : op.data_deps)
+        if (plan.ops[d].kind == OpKind::h2d) readers[d].push_back(op.id);
+  int checked = 0;
+  for (const auto& [chunk, ops] : readers) {
+    if (ops.size() < 2 || checked >= 8) continue;
+    StepPlan p = plan;  // the later reader no longer waits for the chunk it shares with an earlier one
+    auto& deps = p.ops[ops.back()].data_deps;
+    deps.erase(std::find(deps.begin(), deps.end(), chunk));
+    CHECK_THROWS_WITH(validate(p), Catch::Contains("does not wait for " + p.ops[chunk].name + ","));
+    ++checked;
+  }
+  CHECK(checked >= 4);
 }
 
 TEST_CASE("chunkflow's own estimate matches the simulator on parallel layouts and multi-GPU nodes "
