@@ -3,6 +3,7 @@
 #include "model/generation.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 namespace chunkflow {
@@ -27,26 +28,39 @@ constexpr double kHostEncoderFlopPerS = 0.5e12;
 
 // VAE decoders: FLOPs per output pixel·frame, from their convolution stacks (3×3 convs, ~7 per
 // resolution level, channels 512/512/256/128 at 1/8 .. 1 of the image for FLUX's AutoencoderKL:
-// ≈ 7 MFLOP; Wan's causal 3D VAE, 3×3×3 convs, channels 384/384/192/96: ≈ 10 MFLOP; HunyuanVideo's
-// 3D VAE, 3×3×3 convs, channels 512/512/256/128, temporal compression at the low levels: ≈ 15
-// MFLOP; my arithmetic). Wan's VAE runs in fp32 (TF32 tensor cores: half the bf16 peak).
-// η_vae = 0.38: fitted on SGLang PR #16510 (Wan2.2 720p × 81 decode 26.28 s on one H20 with the
-// 10 MFLOP estimate and TF32), not on a record of the data set. Wan decodes frame by frame with a
-// feature cache, untiled.
-constexpr double kVaeEfficiency = 0.38;
+// ≈ 7 MFLOP; Wan's causal 3D VAE, 3×3×3 convs, channels 384/384/192/96: ≈ 10 MFLOP (counted conv by
+// conv from wan/modules/vae.py Decoder3d: 8.5 MFLOP);
+// HunyuanVideo's 3D VAE, 3×3×3 convs, channels 512/512/256/128, temporal compression at the low
+// levels: ≈ 15 MFLOP; my arithmetic).
+//
+// Wan's VAE decodes in fp32 (wan/modules/vae.py WanVAE dtype torch.float; SGLang's Wan configs
+// vae_precision "fp32"), frame by frame with a feature cache, untiled, NCDHW. Its decode time
+// follows the GPU's FP32 non-tensor rate, not the tensor-core peak (notes/issue-10.md, Session 7b):
+// SGLang PR #16510 measured 26.28 s at 1280×720×81 on one H20 (fp32) and LightX2V measured 5.5 s at
+// 832×480×81 on one H100 in bf16 (ModelTC/ComfyUI-LightVAE README, Wan2.1_VAE row), i.e. 12.7 s at
+// 720p and ≈ 15–17 s in fp32 (bf16 decode is 1.2–1.3× faster than fp32: FastVideo PR #1472). The
+// H100/H20 ratio ≈ 0.6 matches the FP32 CUDA-core ratio 44/66.9 = 0.66, not the TF32 tensor ratio
+// 0.15 nor the HBM ratio 1.19. η_vae_fp32 = 0.65 of the FP32 non-tensor peak per counted FLOP:
+// fitted on SGLang PR #16510 (74,649,600 pixels · 10 MFLOP / (26.28 s · 44 TFLOP/s) = 0.646), not
+// on a record of the data set.
+constexpr double kWanVaeFp32Efficiency = 0.65;
 // HunyuanVideo's VAE decodes in overlapping tiles (the reference pipeline runs with vae_tiling on:
 // 256-pixel spatial tiles at a 192-pixel stride and 16-frame temporal tiles at a 12-frame stride in
 // diffusers' AutoencoderKLHunyuanVideo, ≈ (256/192)² · 16/12 = 2.4× the untiled convolutions), one
 // tile after another on one GPU, fp16. η_vae = 0.083 of the bf16 peak per untiled FLOP: fitted on
 // SGLang PR #36012 (sequential tiled decode of HunyuanVideo 848×480×77 on one H200, 5.713 s mean:
-// 848·480·77 · 15 MFLOP / (5.713 s · 989 TFLOP/s) = 0.083), not on a record of the data set.
+// 848·480·77 · 15 MFLOP / (5.713 s · 989 TFLOP/s) = 0.083), not on a record of the data set. No
+// decode of this VAE on a second GPU was found, so its scaling across GPUs is not tested.
 constexpr double kHunyuanVaeEfficiency = 0.083;
+// FLUX's AutoencoderKL (bf16, 2D): the tensor-core peak at η 0.38 (assumed: the efficiency the
+// earlier model fitted on SGLang PR #16510 under TF32, kept for the 2D image VAE, which has no
+// measured decode of its own here; unchanged by Session 7b).
+constexpr double kImageVaeEfficiency = 0.38;
 double vae_flop_per_pixel(const std::string& model) {
   if (model.rfind("wan", 0) == 0) return 10e6;
   if (model == "hunyuanvideo") return 15e6;
   return 7e6;
 }
-double vae_efficiency(const std::string& model) { return model == "hunyuanvideo" ? kHunyuanVaeEfficiency : kVaeEfficiency; }
 
 }  // namespace
 
@@ -60,9 +74,14 @@ double text_encode_time_s(const Workload& w, const NodeSpec& n, bool encoder_on_
 
 double vae_decode_time_s(const Workload& w, const NodeSpec& n) {
   const double pixels = double(w.height) * double(w.width) * double(w.frames) * double(w.batch);
-  const bool fp32 = w.model.rfind("wan", 0) == 0;
-  const double peak = n.peak_flop_per_s * (fp32 ? 0.5 : 1.0);
-  return pixels * vae_flop_per_pixel(w.model) / (vae_efficiency(w.model) * peak);
+  const double flop = pixels * vae_flop_per_pixel(w.model);
+  if (w.model.rfind("wan", 0) == 0) {
+    if (!(n.fp32_flop_per_s > 0))
+      throw std::invalid_argument("vae_decode_time_s: node " + n.id + " has no fp32_flop_per_s (Wan's fp32 VAE decode)");
+    return flop / (kWanVaeFp32Efficiency * n.fp32_flop_per_s);
+  }
+  const double eta = w.model == "hunyuanvideo" ? kHunyuanVaeEfficiency : kImageVaeEfficiency;
+  return flop / (eta * n.peak_flop_per_s);
 }
 
 namespace {

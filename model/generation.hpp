@@ -5,10 +5,12 @@
 //                   LLaVA-Llama-3-8B + CLIP-L for HunyuanVideo; parameter counts of the public
 //                   checkpoints, dit-architectures.md §1), or FLOPs / 0.5 TFLOP/s on the host CPU;
 //   denoising     = denoise_time_s (model/workload.hpp): steps × forwards per step × step time;
-//   VAE decode    = height·width·frames·batch · decoder FLOP per output pixel / (η_vae · conv peak),
-//                   η_vae = 0.38 fitted on SGLang PR #16510 (Wan2.2 720p×81 decode on one H20),
-//                   Wan's VAE in fp32 at half the bf16 peak; HunyuanVideo's tiled decode
-//                   η_vae = 0.083 fitted on SGLang PR #36012 (848×480×77 decode on one H200).
+//   VAE decode    = height·width·frames·batch · decoder FLOP per output pixel / (η_vae · rate):
+//                   Wan's fp32 VAE at the FP32 non-tensor (CUDA-core) peak, η = 0.65 fitted on
+//                   SGLang PR #16510 (Wan2.2 720p×81 decode on one H20), a rate cross-checked on
+//                   an H100 decode (LightX2V, notes/issue-10.md Session 7b); HunyuanVideo's tiled
+//                   fp16 decode at the bf16 tensor peak, η = 0.083 fitted on SGLang PR #36012
+//                   (848×480×77 decode on one H200); FLUX's 2D VAE at the bf16 peak, η = 0.38.
 // Text encoding and VAE decoding run once per generation on one GPU (neither is split by Ulysses in
 // the reference pipelines). Every constant is in generation.cpp with its source or "assumed".
 #include "model/node.hpp"
@@ -20,7 +22,9 @@ namespace chunkflow {
 /// `encoder_on_cpu`), in seconds. Throws nothing; unknown models use FLUX's T5 + CLIP.
 double text_encode_time_s(const Workload& w, const NodeSpec& n, bool encoder_on_cpu = false);
 
-/// VAE decode time of one generation of `w` on one GPU of `n`, in seconds.
+/// VAE decode time of one generation of `w` on one GPU of `n`, in seconds (formula above). Throws
+/// std::invalid_argument for a Wan model on a node without fp32_flop_per_s (every catalogue GPU
+/// has it; a node built by hand may not).
 double vae_decode_time_s(const Workload& w, const NodeSpec& n);
 
 /// Rows that HunyuanVideo's reference VAE decode writes one at a time into its causal attention

@@ -96,6 +96,7 @@ struct NodeSpec {
   std::string gpu_id;                 ///< GPU catalogue id (model/catalogue/gpus.json)
   std::string gpu_name;
   double peak_flop_per_s = 0;         ///< dense bf16 tensor-core peak per GPU
+  double fp32_flop_per_s = 0;         ///< FP32 non-tensor (CUDA-core FMA) peak per GPU; 0 = not given
   double hbm_bytes_per_s = 0;         ///< device memory bandwidth (memory-bound small GEMMs)
   double gpu_memory_bytes = 0;
   /// η of GEMMs at the best shape (sustained achieved / peak); model/kernel_model.hpp multiplies
@@ -177,6 +178,7 @@ std::vector<std::string> node_ids();
 struct GpuSpec {
   std::string id, name;
   double memory_bytes = 0, hbm_bytes_per_s = 0, bf16_dense_flop_per_s = 0, fp8_dense_flop_per_s = 0;
+  double fp32_flop_per_s = 0;  ///< FP32 non-tensor (CUDA-core FMA) peak
   int sm_count = 0, pcie_gen = 0, pcie_width = 0, nvlink_gen = 0, nvlink_links = 0;
   double nvlink_bytes_per_s = 0;  ///< per GPU, both directions added
   bool p2p_over_pcie = true;

@@ -188,33 +188,34 @@ struct GpuFigures {
   int sm_count;
   double gemm_efficiency, attention_efficiency;
   double h2d_bytes_per_s;   // pinned copy-engine H2D (Gen5 ≈ 55.3, Gen4 ≈ 25; gpu-catalogue.md §2.2)
+  double fp32_flop_per_s;   // FP32 non-tensor peak: the catalogue's fp32_flop_per_s (model/catalogue/gpus.json)
 };
 constexpr double kGB = 1e9;
 constexpr double kFa3OverGemm = 648.0 / 794.5;  // FA3 at 16k over the burst (MAMF) GEMM rate, same clock
 constexpr double kFa2OverGemmAmpere = 0.70 / 0.87;
 const GpuFigures kGpus[] = {
     // H100 SXM5: 989.4 dense, 3.35 TB/s, 132 SMs; MSMF 743 sustained (0.75; MAMF 794.5 burst).
-    {"h100-sxm", "NVIDIA H100 80GB HBM3", "hopper", 989.4e12, 3.35e12, 80 * kGB, 132, 0.75, 0.75 * kFa3OverGemm, 55.3e9},
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", "hopper", 989.4e12, 3.35e12, 80 * kGB, 132, 0.75, 0.75 * kFa3OverGemm, 55.3e9, 66.9e12},
     // H800 SXM: same GH100, 132 SMs, same dense rates (§3.3).
-    {"h800-sxm", "NVIDIA H800", "hopper", 989.4e12, 3.35e12, 80 * kGB, 132, 0.75, 0.75 * kFa3OverGemm, 55.3e9},
+    {"h800-sxm", "NVIDIA H800", "hopper", 989.4e12, 3.35e12, 80 * kGB, 132, 0.75, 0.75 * kFa3OverGemm, 55.3e9, 66.9e12},
     // H100 PCIe: 756 dense, 2.0 TB/s, 114 SMs; MAMF 499.5 (66 %).
-    {"h100-pcie", "NVIDIA H100 PCIe", "hopper", 756e12, 2.0e12, 80 * kGB, 114, 0.66, 0.66 * kFa3OverGemm, 55.3e9},
+    {"h100-pcie", "NVIDIA H100 PCIe", "hopper", 756e12, 2.0e12, 80 * kGB, 114, 0.66, 0.66 * kFa3OverGemm, 55.3e9, 51e12},
     // H200: 989 dense, 4.8 TB/s, 132 SMs; MSMF 708.5 sustained (0.716; MAMF 841.9 burst).
-    {"h200", "NVIDIA H200", "hopper", 989e12, 4.8e12, 141 * kGB, 132, 0.716, 0.716 * kFa3OverGemm, 55.4e9},
+    {"h200", "NVIDIA H200", "hopper", 989e12, 4.8e12, 141 * kGB, 132, 0.716, 0.716 * kFa3OverGemm, 55.4e9, 66.9e12},
     // H20: 148 dense, 4.0 TB/s, 78 SMs; measured 142.25 (96 %).
-    {"h20", "NVIDIA H20", "hopper", 148e12, 4.0e12, 96 * kGB, 78, 0.96, std::min(1.0, 0.96 * kFa3OverGemm), 55.3e9},
+    {"h20", "NVIDIA H20", "hopper", 148e12, 4.0e12, 96 * kGB, 78, 0.96, std::min(1.0, 0.96 * kFa3OverGemm), 55.3e9, 44e12},
     // A100 SXM4 80GB: 312 dense, 2.039 TB/s, 108 SMs; MAMF 271.2 (87 %).
-    {"a100-sxm-80gb", "NVIDIA A100-SXM4-80GB", "ampere", 312e12, 2.039e12, 80 * kGB, 108, 0.87, 0.70, 25e9},
+    {"a100-sxm-80gb", "NVIDIA A100-SXM4-80GB", "ampere", 312e12, 2.039e12, 80 * kGB, 108, 0.87, 0.70, 25e9, 19.5e12},
     // L40S: 362.05 dense, 0.864 TB/s, 142 SMs; 269.2 measured (74 %).
-    {"l40s", "NVIDIA L40S", "ada", 362.05e12, 0.864e12, 48 * kGB, 142, 0.74, 0.74 * kFa2OverGemmAmpere, 25e9},
+    {"l40s", "NVIDIA L40S", "ada", 362.05e12, 0.864e12, 48 * kGB, 142, 0.74, 0.74 * kFa2OverGemmAmpere, 25e9, 91.6e12},
     // L40: the catalogue lists 181.05 dense, on its own inference that BF16 with FP32 accumulate runs
     // at half rate (§3.1 "my inference, not an NVIDIA statement"); the datasheet's other BF16 figure
     // is 362.1. 181.05 cannot hold: the record diffusers-flux-l40-compiled achieves 74.4 TFLOP in
     // 0.391 s = 190 TFLOP/s over a whole forward, above that peak. So 362.05 (full rate, as the L40S on
     // the same AD102 die, 142 SMs), 0.864 TB/s; no GEMM measurement: the L40S share (74 %) assumed.
-    {"l40", "NVIDIA L40", "ada", 362.05e12, 0.864e12, 48 * kGB, 142, 0.74, 0.74 * kFa2OverGemmAmpere, 25e9},
+    {"l40", "NVIDIA L40", "ada", 362.05e12, 0.864e12, 48 * kGB, 142, 0.74, 0.74 * kFa2OverGemmAmpere, 25e9, 90.5e12},
     // RTX 4090: 165.2 dense (FP32 accumulate), 1.008 TB/s, 128 SMs; measured 160.5–178.5 (97–108 %) → 1.0.
-    {"rtx4090", "NVIDIA GeForce RTX 4090", "ada", 165.2e12, 1.008e12, 24 * kGB, 128, 1.0, 1.0 * kFa2OverGemmAmpere, 24.66e9},
+    {"rtx4090", "NVIDIA GeForce RTX 4090", "ada", 165.2e12, 1.008e12, 24 * kGB, 128, 1.0, 1.0 * kFa2OverGemmAmpere, 24.66e9, 82.58e12},
 };
 
 }  // namespace
@@ -235,6 +236,7 @@ NodeSpec published_node(const std::string& gpu, int gpu_count, const std::string
     n.gpu_architecture = g.architecture;
     n.peak_flop_per_s = g.peak_flop_per_s;
     n.hbm_bytes_per_s = g.hbm_bytes_per_s;
+    n.fp32_flop_per_s = g.fp32_flop_per_s;
     n.gpu_memory_bytes = g.memory_bytes;
     n.sm_count = g.sm_count;
     n.gemm_efficiency = g.gemm_efficiency;

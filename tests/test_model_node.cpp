@@ -172,8 +172,11 @@ TEST_CASE("the GPU catalogue holds the issue's ids, each figure positive and sou
     CHECK(g.sm_count > 50);
     CHECK((g.pcie_gen == 4 || g.pcie_gen == 5));
     CHECK(g.pcie_width == 16);
+    // FP32 non-tensor peak (Wan's fp32 VAE decode, model/generation.cpp): below the BF16 tensor peak.
+    CHECK(g.fp32_flop_per_s > 10e12);
+    CHECK(g.fp32_flop_per_s < g.bf16_dense_flop_per_s);
     for (const char* field : {"memory_bytes", "hbm_bytes_per_s", "bf16_dense_flop_per_s", "fp8_dense_flop_per_s",
-                              "sm_count", "pcie_gen", "pcie_width", "nvlink_gen", "nvlink_bytes_per_s", "p2p_over_pcie"}) {
+                              "fp32_flop_per_s", "sm_count", "pcie_gen", "pcie_width", "nvlink_gen", "nvlink_bytes_per_s", "p2p_over_pcie"}) {
       INFO("field " << field);
       REQUIRE(g.sources.count(field));
       CHECK_FALSE(g.sources.at(field).empty());
@@ -203,7 +206,8 @@ TEST_CASE("every built-in node validates, takes its GPU figures from the catalog
     const GpuSpec& g = gpu_spec(n.gpu_id);
     CHECK(n.peak_flop_per_s == g.bf16_dense_flop_per_s);
     CHECK(n.hbm_bytes_per_s == g.hbm_bytes_per_s);
-    for (const char* field : {"peak_flop_per_s", "hbm_bytes_per_s", "gpu_memory_bytes", "gemm_efficiency",
+    CHECK(n.fp32_flop_per_s == g.fp32_flop_per_s);
+    for (const char* field : {"peak_flop_per_s", "hbm_bytes_per_s", "fp32_flop_per_s", "gpu_memory_bytes", "gemm_efficiency",
                               "attention_efficiency", "compute_launch_s", "copy_engine_bytes_per_s", "h2d_latency_s",
                               "collective_flow_bytes_per_s", "collective_latency_s"}) {
       INFO("field " << field);
@@ -284,6 +288,7 @@ TEST_CASE("node file conversion changes no result: the default sweep on the conv
   // The kernel model's GPU figures (issue 10) come from the catalogue the file refers to.
   former.node.sm_count = converted.node.sm_count;
   former.node.gpu_architecture = converted.node.gpu_architecture;
+  former.node.fp32_flop_per_s = converted.node.fp32_flop_per_s;  // Wan's fp32 VAE (Session 7b)
   const std::vector<PolicyConfig> configs = sweep_configs(SweepGrid{});
   const std::vector<SweepRow> a = run_sweep(former, configs);
   const std::vector<SweepRow> b = run_sweep(converted, configs);
