@@ -43,6 +43,7 @@ json node_json(const NodeSpec& n) {
               {"hbm_bytes_per_s", g.hbm_bytes_per_s},
               {"bf16_dense_flop_per_s", g.bf16_dense_flop_per_s},
               {"fp8_dense_flop_per_s", g.fp8_dense_flop_per_s},
+              {"fp32_flop_per_s", g.fp32_flop_per_s},
               {"sm_count", g.sm_count},
               {"pcie_gen", g.pcie_gen},
               {"pcie_width", g.pcie_width},
