@@ -199,7 +199,7 @@ class Simulation {
       add_flow(*f.route, f.bytes, f.bound_bytes_per_s, target, false);
     } else {
       Group& g = groups_[target];
-      for (const FlowSpec& f : collective_flows(plan_.ops[g.members.front()], plan_, node_, topology_)) {
+      for (const FlowSpec& f : collective_flows_.flows(plan_.ops[g.members.front()])) {
         add_flow(*f.route, f.bytes, f.bound_bytes_per_s, target, true);
         ++g.open_flows;
       }
@@ -311,6 +311,7 @@ class Simulation {
   MaxMinSolver solver_;
   std::shared_ptr<const Topology> topology_holder_;  ///< memoised per node (Topology::shared)
   const Topology& topology_;
+  CollectiveFlowCache collective_flows_{plan_, node_, topology_};  ///< collective_flows per (kind, bytes)
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   uint64_t event_count_ = 0;

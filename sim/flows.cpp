@@ -31,4 +31,12 @@ std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, c
   return flows;
 }
 
+const std::vector<FlowSpec>& CollectiveFlowCache::flows(const PlanOp& op) {
+  const int kind = op.stage >= 0 ? int(plan_.stage_of(op).collective) : -1;  // -1: collective_flows' default
+  for (const Entry& e : entries_)
+    if (e.kind == kind && e.bytes == op.bytes) return e.flows;
+  entries_.push_back({kind, op.bytes, collective_flows(op, plan_, node_, topology_)});
+  return entries_.back().flows;
+}
+
 }  // namespace chunkflow

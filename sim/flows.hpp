@@ -2,6 +2,7 @@
 // The flows an op puts on the topology: the one definition the executor runs and the lower bound
 // (sim/bound.hpp) counts. Source: shared/DESIGN.md "The physics the simulator models";
 // systems-and-hardware.md §3, §5.
+#include <deque>
 #include <vector>
 
 #include "model/node.hpp"
@@ -40,5 +41,28 @@ FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topolo
 ///  cfg_gather (parallel CFG): rank g and g + N/2 exchange S each way; α + S / B.
 std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, const NodeSpec& node,
                                        const Topology& topology);
+
+/// collective_flows for one (plan, node, topology), memoised: the flows depend on the op only
+/// through its collective kind and op.bytes, so every op with the same pair gets the same vector
+/// (a simulation starts each of its groups' flows, and the bound reads them, once per op otherwise).
+/// The plan, node and topology must outlive it and not change.
+class CollectiveFlowCache {
+ public:
+  CollectiveFlowCache(const StepPlan& plan, const NodeSpec& node, const Topology& topology)
+      : plan_(plan), node_(node), topology_(topology) {}
+  /// collective_flows(op, plan, node, topology); the reference stays valid while this cache lives.
+  const std::vector<FlowSpec>& flows(const PlanOp& op);
+
+ private:
+  struct Entry {
+    int kind;
+    double bytes;
+    std::vector<FlowSpec> flows;
+  };
+  const StepPlan& plan_;
+  const NodeSpec& node_;
+  const Topology& topology_;
+  std::deque<Entry> entries_;  // few distinct (kind, bytes) per plan, searched in order; stable references
+};
 
 }  // namespace chunkflow

@@ -68,6 +68,10 @@ int MaxMinSolver::add_flow(const std::vector<std::pair<int, double>>& uses, doub
                            double weight) {
   check_flow_parameters(uses, resources_.size(), bound_bytes_per_s, weight, "MaxMinSolver::add_flow");
   Flow f;
+  if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
+    f.uses = std::move(spare_uses_.back());
+    spare_uses_.pop_back();
+  }
   f.uses.reserve(uses.size());
   for (const auto& [r, a] : uses) {
     if (a == 0) continue;
@@ -99,7 +103,9 @@ void MaxMinSolver::remove_flow(int flow) {
   active_.pop_back();
   f.active_pos = -1;
   f.rate_bytes_per_s = 0;
-  std::vector<std::pair<int, double>>().swap(f.uses);  // release: ids are never reused
+  f.uses.clear();  // ids are never reused: its buffer goes to the next add_flow
+  spare_uses_.push_back(std::move(f.uses));
+  std::vector<std::pair<int, double>>().swap(f.uses);
   dirty_ = true;
 }
 
@@ -187,21 +193,10 @@ void MaxMinSolver::solve() {
   dirty_ = false;
 }
 
-double MaxMinSolver::rate(int flow) const {
-  check_flow(flow);
-  check_solved();
-  return flows_[flow].rate_bytes_per_s;
-}
-
 double MaxMinSolver::load(int resource) const {
   check_resource(resource);
   check_solved();
   return load_[resource];
-}
-
-double MaxMinSolver::capacity(int resource) const {
-  check_resource(resource);
-  return resources_[resource].capacity_bytes_per_s;
 }
 
 const std::string& MaxMinSolver::resource_name(int resource) const {

@@ -82,13 +82,20 @@ class MaxMinSolver {
   /// Rate of `flow` in bytes/s after the last solve(); 0 for a removed flow, +∞ for an
   /// unconstrained one (no resources, no bound). Throws std::out_of_range for an unknown id and
   /// std::logic_error if flows or capacities changed since the last solve() (stale rates).
-  double rate(int flow) const;
+  double rate(int flow) const {
+    if (flow < 0 || static_cast<std::size_t>(flow) >= flows_.size()) check_flow(flow);  // throws
+    if (dirty_) check_solved();                                                         // throws
+    return flows_[static_cast<std::size_t>(flow)].rate_bytes_per_s;
+  }
 
   /// Σ coefficient · rate over the active flows on `resource`, bytes/s, after the last solve().
   /// Throws like rate().
   double load(int resource) const;
 
-  double capacity(int resource) const;                ///< bytes/s; std::out_of_range if unknown
+  double capacity(int resource) const {  ///< bytes/s; std::out_of_range if unknown
+    if (resource < 0 || static_cast<std::size_t>(resource) >= resources_.size()) check_resource(resource);  // throws
+    return resources_[static_cast<std::size_t>(resource)].capacity_bytes_per_s;
+  }
   const std::string& resource_name(int resource) const;  ///< std::out_of_range if unknown
   std::size_t resource_count() const { return resources_.size(); }
   std::size_t active_flows() const { return active_.size(); }
@@ -123,6 +130,9 @@ class MaxMinSolver {
   std::vector<Resource> resources_;
   std::vector<Flow> flows_;  // indexed by flow id; removed flows keep a slot (uses released)
   std::vector<int> active_;  // active flow ids
+  /// Emptied `uses` buffers of removed flows, kept for the next add_flow (no allocation per flow
+  /// once a simulation's peak of flows has been reached).
+  std::vector<std::vector<std::pair<int, double>>> spare_uses_;
   bool dirty_ = false;       // flows or capacities changed since the last solve()
   int last_rounds_ = 0;
 

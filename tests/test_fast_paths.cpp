@@ -12,9 +12,12 @@
 //    configuration, bit for bit; its claims make a thread wait for an outcome another is computing;
 //  - the max-min solver's loop over the resources in use only: tests/test_maxmin.cpp (against
 //    maxmin_reference) and every comparison above, which runs it;
-//  - traces/timeline.cpp summarize's row index by position = its hash map on renumbered ids.
+//  - traces/timeline.cpp summarize's row index by position = its hash map on renumbered ids;
+//  - sim/flows.hpp CollectiveFlowCache (the executor's and the bound's collective flows per (kind,
+//    bytes)) = collective_flows of every collective op, on every node and parallel layout kind.
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -29,6 +32,7 @@
 #include "model/routes.hpp"
 #include "runtime/policy.hpp"
 #include "sim/executor.hpp"
+#include "sim/flows.hpp"
 #include "sim/fit.hpp"
 #include "sim/decision_memo.hpp"
 #include "sim/grid.hpp"
@@ -426,4 +430,59 @@ TEST_CASE("the decision memo: a claimed key makes other threads wait for its out
   CHECK(st.hits == 2);    // the waiter's "a" and this "b"
   CHECK(st.misses == 3);  // the claims: "a", "b", and "b" again after the abandon
   CHECK(st.bytes > 0);
+}
+
+TEST_CASE("the collective flow cache gives every collective op collective_flows' flows (every node, "
+          "Ulysses, ring, TP, FSDP, parallel CFG; ops in random order)", "[fast][flows]") {
+  std::mt19937 rng(20261125);
+  int compared_ops = 0, plans = 0;
+  for (const std::string& id : node_ids()) {
+    const NodeSpec n = node(id);
+    for (int layout = 0; layout < 6; ++layout) {
+      Workload w = test::workload("flux.1-dev", 512, 512, 1, 1 + (layout == 0 || layout == 5 ? 1 : 0));
+      if (layout == 1) w.ring_degree = 2;
+      if (layout == 2) w.tp_degree = 2;
+      if (layout == 3) w.fsdp = true, w.ulysses_degree = 2;
+      if (layout == 4) w.cfg = CfgMode::parallel;
+      if (layout == 5 && n.gpu_count >= 4) w.ulysses_degree = 4, w.ring_degree = n.gpu_count >= 8 ? 2 : 1;
+      if (gpus_used(w) > n.gpu_count) continue;
+      INFO(id << ", " << layout_text(w));
+      PolicyConfig p = test::policy("layerwise");
+      p.resident_fraction = 0.5;
+      StepPlan plan;
+      try {
+        plan = build_plan(w, n, p);
+      } catch (const InputError&) {
+        continue;
+      }
+      const std::shared_ptr<const Topology> topology = Topology::shared(n);
+      CollectiveFlowCache cache(plan, n, *topology);
+      // The plan's collective ops, and copies of some with other buffers (the key's bytes part).
+      std::vector<PlanOp> resized;
+      for (const PlanOp& op : plan.ops)
+        if (op.kind == OpKind::collective && resized.size() < 8) {
+          resized.push_back(op);
+          resized.back().bytes = op.bytes * double(resized.size() + 1) / 3;
+        }
+      std::vector<const PlanOp*> ops;
+      for (const PlanOp& op : plan.ops)
+        if (op.kind == OpKind::collective) ops.push_back(&op);
+      for (const PlanOp& op : resized) ops.push_back(&op);
+      std::shuffle(ops.begin(), ops.end(), rng);
+      for (const PlanOp* op : ops) {
+        const std::vector<FlowSpec> fresh = collective_flows(*op, plan, n, *topology);
+        const std::vector<FlowSpec>& cached = cache.flows(*op);
+        REQUIRE(cached.size() == fresh.size());
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+          CHECK(cached[k].route == fresh[k].route);  // the Topology's own route, not a copy
+          CHECK(cached[k].bytes == fresh[k].bytes);
+          CHECK(cached[k].bound_bytes_per_s == fresh[k].bound_bytes_per_s);
+        }
+        ++compared_ops;
+      }
+      ++plans;
+    }
+  }
+  CHECK(plans >= 12);
+  CHECK(compared_ops >= 1000);
 }
