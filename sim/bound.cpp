@@ -52,6 +52,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   const std::shared_ptr<const Topology> shared_topology = Topology::shared(node);  // memoised per node
   const Topology& topology = *shared_topology;
   topology.register_resources(solver);
+  CollectiveFlowCache flow_cache(plan, node, topology);  // collective_flows per (kind, bytes)
   const int s = plan.info.steps - 1;
   const int ranks = plan.info.ranks;
 
@@ -76,7 +77,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     };
     std::vector<Alone> flows;
     std::vector<int> on_resource(solver.resource_count(), 0);
-    for (const FlowSpec& f : collective_flows(op, plan, node, topology)) {
+    for (const FlowSpec& f : flow_cache.flows(op)) {
       flows.push_back({solver.add_flow(*f.route, f.bound_bytes_per_s), f.bytes, f.route});
       for (const auto& [res, coeff] : *f.route) on_resource[res] += 1;
     }
@@ -169,7 +170,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     if (op.step == s && op.kind == OpKind::collective) group_members[op.collective_group].push_back(op.id);
   std::map<int, std::vector<FlowSpec>> group_flows;
   for (const auto& [g, members] : group_members)
-    group_flows[g] = collective_flows(plan.ops[members.front()], plan, node, topology);
+    group_flows[g] = flow_cache.flows(plan.ops[members.front()]);
 
   // Per rank r (r* below), independent of the anchor: its last compute op of step s, its H2D bytes
   // less its carry (the old volume form of (b)) and its copy lane (c).
@@ -236,7 +237,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         lane_s[op.rank] += node.h2d_latency_s + op.bytes / rate;
       } else if (op.kind == OpKind::collective && op.rank == 0 &&
                  op.id < last_compute_id[std::size_t(op.rank) * plan.info.steps + op.step]) {
-        for (const FlowSpec& f : collective_flows(op, plan, node, topology))
+        for (const FlowSpec& f : flow_cache.flows(op))
           for (auto [res, coeff] : *f.route) cumulative_bytes[res] += coeff * f.bytes;
       }
     }
@@ -584,6 +585,8 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     }
   };
   const bool shortcuts = !bound_exhaustive;
+  bool volumes_summed = false;                           // volume_bytes holds some candidate's sums ...
+  std::vector<char> summed_groups(flows_of_group.size());  // ... with these groups as items
   for (int r = 0; r < candidates; ++r) {
     // (a) dist[i]: a lower bound on op i's end after E(s−1), −∞ when i need not wait for the anchor
     // (rank r's last compute op of step s−1; for one step the run's start). Dependencies include
@@ -608,10 +611,6 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     // collective of step s that waits for the anchor and precedes a compute op of step s. A copy
     // is an item (release, tail, work) of every resource its route crosses, a collective group's
     // flows items of theirs; the items of a resource are built only where (e) or (f) reads them.
-    std::fill(volume_bytes.begin(), volume_bytes.end(), 0.0);
-    for (int q = 0; q < ranks; ++q)
-      if (h2d_route[q])
-        for (auto [res, coeff] : *h2d_route[q]) volume_bytes[res] += coeff * h2d_after_carry[q];
     // Per rank, over its copies that are items: the largest release and tail, Σ |bytes|.
     for (int q = 0; q < ranks; ++q) {
       RankItems& ri = rank_items[std::size_t(q)];
@@ -635,10 +634,25 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         }
         const bool valid = !(release == -kInf || tail_s == -kInf);
         group_items[gi++] = {release, tail_s, 0.0, valid};
-        if (!valid) continue;
-        for (const FlowSpec& f : group_flows[g])
+      }
+    }
+    // The volumes: the ranks' copies less their carry, then the flows of the groups that are
+    // items. They depend on the candidate only through which groups are items, so a candidate
+    // with the same groups as the last one summed has the same sums (same terms, same order).
+    bool same_groups = volumes_summed;
+    for (std::size_t gi = 0; gi < group_items.size() && same_groups; ++gi) same_groups = summed_groups[gi] == group_items[gi].any;
+    if (!same_groups || !shortcuts) {
+      std::fill(volume_bytes.begin(), volume_bytes.end(), 0.0);
+      for (int q = 0; q < ranks; ++q)
+        if (h2d_route[q])
+          for (auto [res, coeff] : *h2d_route[q]) volume_bytes[res] += coeff * h2d_after_carry[q];
+      for (std::size_t gi = 0; gi < group_items.size(); ++gi) {
+        summed_groups[gi] = group_items[gi].any;
+        if (!group_items[gi].any) continue;
+        for (const FlowSpec& f : *flows_of_group[gi])
           for (auto [res, coeff] : *f.route) volume_bytes[res] += coeff * f.bytes;
       }
+      volumes_summed = true;
     }
     // The candidate's bound is at least `lower` (every resource's term is at least its volume).
     double lower = std::max(c.critical_path_s, c.copy_lane_s), largest_link_s = 0;
