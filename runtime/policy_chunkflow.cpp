@@ -1131,17 +1131,33 @@ class Planner {
 /// sweep's configurations around one chunk size (resident fractions, budgets, lookaheads) reuse one
 /// planner and the estimates it kept. Keyed by every field of the inputs (Planner::made_for), so a
 /// hit plans exactly as a fresh planner would (tests/test_policy.cpp checks it on random sequences).
+/// A grid's policy axes run chunk size inside budget and lookahead (sim/grid.cpp), so consecutive
+/// configurations cycle through its chunk sizes: the cache holds eight planners (a least recently
+/// used cache smaller than the cycle would miss on every one of them: with four, the large grid's
+/// five chunk sizes remade a planner every six configurations).
 thread_local std::vector<std::unique_ptr<Planner>> planner_cache;  // most recent first
 
 const Planner& cached_planner(const Workload& w, const NodeSpec& node, const PolicyConfig& config) {
-  constexpr std::size_t kKept = 4;                   // planners per thread
-  constexpr double kKeptBytes = 32.0 * 1024 * 1024;  // memo bytes per planner before it starts afresh
+  constexpr std::size_t kKept = 8;                      // planners per thread
+  constexpr double kKeptBytes = 32.0 * 1024 * 1024;     // memo bytes per planner before it starts afresh
+  constexpr double kKeptBytesAll = 128.0 * 1024 * 1024;  // memo bytes of this thread's planners together
   std::vector<std::unique_ptr<Planner>>& cache = planner_cache;
+  // Least recently used planners go while the memos together hold more than kKeptBytesAll (the one
+  // in front, about to be used, stays).
+  auto trim = [&cache] {
+    double all = 0;
+    for (const auto& p : cache) all += p->kept_bytes();
+    while (cache.size() > 1 && all > kKeptBytesAll) {
+      all -= cache.back()->kept_bytes();
+      cache.pop_back();
+    }
+  };
   for (std::size_t i = 0; i < cache.size(); ++i)
     if (cache[i]->made_for(w, node, config.steps, config.chunk_bytes)) {
       if (cache[i]->kept_bytes() > kKeptBytes) break;  // replaced below by a fresh one
       ++planner_cache_stats.planner_hits;
       std::rotate(cache.begin(), cache.begin() + std::ptrdiff_t(i), cache.begin() + std::ptrdiff_t(i) + 1);
+      trim();
       return *cache.front();
     }
   auto planner = std::make_unique<Planner>(w, node, config.steps, config.chunk_bytes);  // throws before anything is kept
@@ -1149,6 +1165,7 @@ const Planner& cached_planner(const Workload& w, const NodeSpec& node, const Pol
   std::erase_if(cache, [&](const std::unique_ptr<Planner>& p) { return p->made_for(w, node, config.steps, config.chunk_bytes); });
   if (cache.size() == kKept) cache.pop_back();
   cache.insert(cache.begin(), std::move(planner));
+  trim();
   return *cache.front();
 }
 
