@@ -6,6 +6,8 @@
 #include <memory>
 #include <queue>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/analytical.hpp"
@@ -20,6 +22,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /// A flow with fewer bytes left than this is complete (absorbs rounding of rate × time).
 constexpr double kFlowDoneBytes = 1e-3;
+/// Set (set_simulate_exhaustive, for tests): this thread's simulations solve at every event.
+thread_local bool simulate_exhaustive = false;
 
 enum class EventKind { op_end, flows_start };
 
@@ -180,6 +184,8 @@ class Simulation {
 
   void add_flow(const Topology::Route& route, double bytes, double bound, int owner, bool group) {
     const int id = solver_.add_flow(route, bound);
+    if (std::size_t(id) >= flow_key_.size()) flow_key_.resize(std::size_t(id) + 1), rate_of_id_.resize(std::size_t(id) + 1);
+    flow_key_[std::size_t(id)] = {&route, bound};
     flows_.push_back({id, bytes, owner, group, &route, 0.0});
     count_route(route, +1);
   }
@@ -250,6 +256,30 @@ class Simulation {
   }
 
   void resolve() {
+    if (memo_rates_) {
+      // The solve reads the active flows in the solver's order, each flow's uses (its route's) and
+      // bound, and the capacities, which apply_under_duplex sets from the routes: a set seen before
+      // has the rates it had then.
+      key_.clear();
+      for (int id : solver_.active_flow_ids()) {
+        const FlowKey& k = flow_key_[std::size_t(id)];
+        key_.append(reinterpret_cast<const char*>(&k.route), sizeof k.route);
+        key_.append(reinterpret_cast<const char*>(&k.bound), sizeof k.bound);
+      }
+      auto it = rate_memo_.find(key_);
+      if (it != rate_memo_.end()) {
+        const std::vector<int>& active = solver_.active_flow_ids();
+        for (std::size_t k = 0; k < active.size(); ++k) rate_of_id_[std::size_t(active[k])] = it->second[k];
+        for (auto& f : flows_) f.rate = rate_of_id_[std::size_t(f.solver_id)];
+        return;
+      }
+      topology_.apply_under_duplex(solver_, flows_on_resource_);
+      solver_.solve();
+      std::vector<double>& rates = rate_memo_[key_];
+      for (int id : solver_.active_flow_ids()) rates.push_back(solver_.rate(id));
+      for (auto& f : flows_) f.rate = solver_.rate(f.solver_id);
+      return;
+    }
     topology_.apply_under_duplex(solver_, flows_on_resource_);
     solver_.solve();
     for (auto& f : flows_) f.rate = solver_.rate(f.solver_id);  // read once per solve, not per event
@@ -334,9 +364,22 @@ class Simulation {
   std::vector<int> link_resources_;
   std::vector<double> link_rate_, link_since_;
   std::vector<LinkSample> links_;
+  // The rates of each set of active flows solved (resolve): without link samples, and unless
+  // set_simulate_exhaustive.
+  struct FlowKey {
+    const Topology::Route* route = nullptr;
+    double bound = 0;
+  };
+  const bool memo_rates_ = !options_.record_links && !simulate_exhaustive;
+  std::vector<FlowKey> flow_key_;     ///< per solver flow id
+  std::vector<double> rate_of_id_;    ///< per solver flow id, filled from a memo hit
+  std::string key_;                   ///< reused
+  std::unordered_map<std::string, std::vector<double>> rate_memo_;  ///< key: FlowKey bytes in solver order
 };
 
 }  // namespace
+
+void set_simulate_exhaustive(bool on) { simulate_exhaustive = on; }
 
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
   SimResult r = Simulation(plan, node, options).run();

@@ -57,4 +57,11 @@ struct SimResult {
 /// std::logic_error if execution deadlocks (a plan bug).
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options = {});
 
+/// For tests: while set, this thread's simulate() solves the max-min rates at every event. Unset
+/// (the default), a simulation without link samples (SimOptions::record_links false) keeps the
+/// rates of every set of active flows it solved, keyed by each flow's route and cap in the solver's
+/// order, and reuses them when the same set recurs: the solve is a function of exactly that (the
+/// under-duplex capacities follow from the routes), so the rates are the same bit for bit.
+void set_simulate_exhaustive(bool on);
+
 }  // namespace chunkflow

@@ -14,7 +14,9 @@
 //    maxmin_reference) and every comparison above, which runs it;
 //  - traces/timeline.cpp summarize's row index by position = its hash map on renumbered ids;
 //  - sim/flows.hpp CollectiveFlowCache (the executor's and the bound's collective flows per (kind,
-//    bytes)) = collective_flows of every collective op, on every node and parallel layout kind.
+//    bytes)) = collective_flows of every collective op, on every node and parallel layout kind;
+//  - sim/executor.hpp simulate's memo of max-min rates per set of active flows = a solve at every
+//    event (set_simulate_exhaustive), on random grid configurations and parallel layouts.
 #include <omp.h>
 
 #include <algorithm>
@@ -485,4 +487,69 @@ TEST_CASE("the collective flow cache gives every collective op collective_flows'
   }
   CHECK(plans >= 12);
   CHECK(compared_ops >= 1000);
+}
+
+TEST_CASE("simulate's memo of max-min rates per set of active flows gives the timeline of a solve at every "
+          "event (random configurations of the large grid; every node with ring, TP, FSDP, parallel CFG)",
+          "[fast][simulate]") {
+  SimOptions lean;
+  lean.record_links = false;
+  lean.record_memory = false;
+  lean.record_op_names = false;
+  int compared = 0, capped = 0;
+  auto compare = [&](const StepPlan& plan, const NodeSpec& n) {
+    set_simulate_exhaustive(true);
+    const SimResult full = simulate(plan, n, lean);
+    set_simulate_exhaustive(false);
+    const SimResult fast = simulate(plan, n, lean);
+    REQUIRE(fast.timeline.rows.size() == full.timeline.rows.size());
+    for (std::size_t i = 0; i < full.timeline.rows.size(); ++i) {
+      CHECK(fast.timeline.rows[i].start_s == full.timeline.rows[i].start_s);
+      CHECK(fast.timeline.rows[i].end_s == full.timeline.rows[i].end_s);
+    }
+    CHECK(fast.events == full.events);
+    CHECK(fast.summary.step_time_s == full.summary.step_time_s);
+    CHECK(fast.summary.prefetch_stall_s == full.summary.prefetch_stall_s);
+    CHECK(fast.summary.peak_memory_bytes == full.summary.peak_memory_bytes);
+    CHECK(fast.bound.bound_step_time_s == full.bound.bound_step_time_s);
+    for (const PlanOp& op : plan.ops)
+      if (op.kind == OpKind::h2d && op.rate_cap_bytes_per_s > 0) {
+        ++capped;  // copies capped below the copy engine: flows that differ in their bound only
+        break;
+      }
+    ++compared;
+  };
+  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
+  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 40, 20261125)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
+    try {
+      compare(build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]), gw.scenario.node);
+    } catch (const InputError&) {
+      continue;  // left out: the budget holds no plan
+    }
+  }
+  for (const std::string& id : node_ids()) {
+    const NodeSpec n = node(id);
+    for (int layout = 0; layout < 4; ++layout) {
+      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
+      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
+      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
+      if (layout == 2) w.fsdp = true;
+      if (layout == 3) w.cfg = CfgMode::parallel;
+      if (gpus_used(w) > n.gpu_count) continue;
+      for (const char* name : {"layerwise", "chunkflow"}) {
+        INFO(id << ", " << layout_text(w) << ", " << name);
+        PolicyConfig p = test::policy(name);
+        p.chunk_bytes = 32 * kMiB;
+        p.resident_fraction = 0.25;
+        try {
+          compare(build_plan(w, n, p), n);
+        } catch (const InputError&) {
+        }
+      }
+    }
+  }
+  CHECK(compared >= 40);
+  CHECK(capped >= 1);
 }
