@@ -29,12 +29,23 @@ std::optional<SimOutcome> DecisionMemo::find_or_claim(const std::string& key) {
 }
 
 void DecisionMemo::insert(const std::string& key, const SimOutcome& outcome) {
+  // Waiters are woken on every way out, an allocation failure below included (the claim is gone
+  // by then: a waiter claims the key itself). The lock, made after, is released before.
+  struct NotifyOnExit {
+    std::condition_variable& cv;
+    ~NotifyOnExit() { cv.notify_all(); }
+  } notify{claim_released_};
   const std::size_t h = std::hash<std::string_view>{}(key);
   {
     std::lock_guard lock(m_);
     claimed_.erase(key);
     entries_.push_front(Entry{h, key, outcome});
-    index_.emplace(h, entries_.begin());
+    try {
+      index_.emplace(h, entries_.begin());
+    } catch (...) {  // not indexed: not kept (the byte count stays that of the indexed entries)
+      entries_.pop_front();
+      throw;
+    }
     bytes_ += entry_bytes(entries_.front());
     while (bytes_ > kMaxBytes && entries_.size() > 1) {
       const Entry& last = entries_.back();
@@ -48,7 +59,6 @@ void DecisionMemo::insert(const std::string& key, const SimOutcome& outcome) {
       entries_.pop_back();
     }
   }
-  claim_released_.notify_all();
 }
 
 void DecisionMemo::abandon(const std::string& key) {
