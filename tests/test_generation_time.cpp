@@ -14,8 +14,10 @@
 #include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
 #include "sim/report.hpp"
+#include "sim_fixtures.hpp"
 
 using namespace chunkflow;
+using chunkflow::test::workload;
 
 TEST_CASE("generation_time_s = text encoding + steps x forwards per step x step time + VAE decode") {
   const NodeSpec n = node("2xh100-pcie");
@@ -31,11 +33,7 @@ TEST_CASE("generation_time_s = text encoding + steps x forwards per step x step 
 
 TEST_CASE("VAE decode is linear in height x width x frames x batch; text encoding does not see the resolution") {
   const NodeSpec n = node("1xh100-sxm");
-  Workload a;
-  a.model = "wan2.1-t2v-1.3b";
-  a.height = 480;
-  a.width = 832;
-  a.frames = 17;
+  const Workload a = workload("wan2.1-t2v-1.3b", 480, 832, 17, 1);
   Workload b = a;
   b.frames = 81;
   b.batch = 2;
@@ -50,11 +48,7 @@ TEST_CASE("VAE decode is linear in height x width x frames x batch; text encodin
 
 TEST_CASE("text encoding and VAE decode run once per generation: independent of Ulysses degree, steps and CFG") {
   const NodeSpec n = node("8xh100-sxm");
-  Workload w;
-  w.model = "hunyuanvideo";
-  w.height = 720;
-  w.width = 1280;
-  w.frames = 129;
+  const Workload w = workload("hunyuanvideo", 720, 1280, 129, 1);
   for (int u : {1, 2, 4, 8}) {
     Workload v = w;
     v.ulysses_degree = u;
@@ -86,18 +80,10 @@ TEST_CASE("a simulated plan carries the generation parts of its workload and nod
 TEST_CASE("the VAE decoders reproduce the decode times they are fitted on") {
   // η_vae has two significant digits, so the fit point comes back within 2 %.
   // HunyuanVideo's tiled decode: SGLang PR #36012, 848×480×77 on one H200, 5.713 s.
-  Workload hy;
-  hy.model = "hunyuanvideo";
-  hy.height = 480;
-  hy.width = 848;
-  hy.frames = 77;
+  const Workload hy = workload("hunyuanvideo", 480, 848, 77, 1);
   CHECK(vae_decode_time_s(hy, published_node("h200", 1, "")) == Approx(5.713).epsilon(0.02));
   // Wan's VAE (shared by Wan2.1 and Wan2.2-A14B): SGLang PR #16510, 1280×720×81 on one H20, 26.28 s.
-  Workload wan;
-  wan.model = "wan2.2-t2v-a14b";
-  wan.height = 720;
-  wan.width = 1280;
-  wan.frames = 81;
+  const Workload wan = workload("wan2.2-t2v-a14b", 720, 1280, 81, 1);
   CHECK(vae_decode_time_s(wan, published_node("h20", 1, "")) == Approx(26.28).epsilon(0.02));
   // Same pixels, same GPU: the tiled HunyuanVideo decode (fp16, tensor cores) is the slower one per
   // pixel·frame where the tensor peak is cut and the FP32 rate is not (H20: 148 against 44 TFLOP/s);
@@ -112,11 +98,7 @@ TEST_CASE("the VAE decoders reproduce the decode times they are fitted on") {
 }
 
 TEST_CASE("Wan's fp32 VAE decode runs at the FP32 non-tensor rate: it scales with that rate alone") {
-  Workload wan;
-  wan.model = "wan2.1-t2v-14b";
-  wan.height = 720;
-  wan.width = 1280;
-  wan.frames = 81;
+  const Workload wan = workload("wan2.1-t2v-14b", 720, 1280, 81, 1);
   NodeSpec n = published_node("h100-sxm", 1, "");
   const double base = vae_decode_time_s(wan, n);
   // Closed form: pixels · 10 MFLOP / (0.65 · FP32 peak).
@@ -148,11 +130,7 @@ TEST_CASE("Wan's VAE decode on an H100 agrees with a measured H100 decode of the
   // leaderboard (fp32 eager 14.467 s against bf16 eager 8.423 s, Wan 2.2 VAE, GPU not stated), so the
   // fp32 prediction must lie between 1.2 and 1.75 times the bf16 measurement. The old tensor-core
   // model gave 1.72 s here, 0.31x.
-  Workload wan;
-  wan.model = "wan2.1-t2v-14b";
-  wan.height = 480;
-  wan.width = 832;
-  wan.frames = 81;
+  const Workload wan = workload("wan2.1-t2v-14b", 480, 832, 81, 1);
   const double ratio = vae_decode_time_s(wan, published_node("h100-sxm", 1, "")) / 5.5;
   CHECK(ratio > 1.2);
   CHECK(ratio < 1.75);
