@@ -1,7 +1,6 @@
 #include "sim/cli.hpp"
 
 #include <omp.h>
-#include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include "sim/fit.hpp"
 #include "sim/interrupt.hpp"
 #include "sim/pareto.hpp"
+#include "sim/python_process.hpp"
 #include "sim/tune.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
@@ -45,14 +45,6 @@ std::string find_script(const CliContext& context, const std::string& name) {
     if (!dir.empty() && fs::exists(dir / name, ec)) return (dir / name).string();
   }
   return "";
-}
-
-int run_python(const std::string& script, const std::vector<std::string>& args) {
-  std::string cmd = "/usr/bin/python3 '" + script + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  const int status = std::system(cmd.c_str());
-  if (status == -1) return 127;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 namespace {
@@ -148,6 +140,19 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
   check_grid_limits(scenario.workload, scenario.node, configs);  // plan sizes, before any is built
   const AnalyticalResult a = analyze(forward_cost(scenario.workload), scenario.node, scenario.workload);
 
+  const std::string suffix = shard_count > 1 ? ".shard" + std::to_string(shard_index) + "of" + std::to_string(shard_count) : "";
+  const std::string csv = (fs::path(o.out_dir) / ("sweep" + suffix + ".csv")).string();
+  const std::string js = (fs::path(o.out_dir) / ("sweep" + suffix + ".json")).string();
+  std::string png;
+  // The plot's interpreter starts now and imports matplotlib while the sweep runs; it draws once
+  // the CSV is written (sim/python_process.hpp), and exits without drawing if the sweep fails.
+  std::optional<PythonPlot> plot;
+  if (!o.out_dir.empty() && o.plot && shard_count == 1) {
+    png = (fs::path(o.out_dir) / "sweep.png").string();
+    if (const std::string script = find_script(context, "plot_sweep.py"); !script.empty())
+      plot.emplace(script, std::vector<std::string>{csv, png});
+  }
+
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<SweepRow> rows;
   int skipped = 0;
@@ -177,16 +182,10 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
   }
   if (!o.out_dir.empty()) {
     fs::create_directories(o.out_dir);
-    const std::string suffix = shard_count > 1 ? ".shard" + std::to_string(shard_index) + "of" + std::to_string(shard_count) : "";
-    const std::string csv = (fs::path(o.out_dir) / ("sweep" + suffix + ".csv")).string();
-    const std::string js = (fs::path(o.out_dir) / ("sweep" + suffix + ".json")).string();
     write_file_atomic(csv, sweep_csv(scenario, rows));
     write_file_atomic(js, j.dump(2) + "\n");
-    std::string png;
-    if (o.plot && shard_count == 1) {
-      png = (fs::path(o.out_dir) / "sweep.png").string();
-      const std::string script = find_script(context, "plot_sweep.py");
-      const int rc = script.empty() ? 127 : run_python(script, {csv, png});
+    if (!png.empty()) {
+      const int rc = plot ? plot->draw() : 127;
       if (rc != 0) {
         std::cerr << "chunkflow: warning: no plot (scripts/plot_sweep.py with /usr/bin/python3 and matplotlib; exit "
                   << rc << "); run scripts/setup.sh\n";

@@ -39,7 +39,5 @@ int run_grid_sweep(const CliContext& context, const std::string& grid_file, cons
 /// Returns "" if not found.
 std::string find_script(const CliContext& context, const std::string& name);
 
-/// Runs `/usr/bin/python3 script args...`; returns its exit status (127 if python3 is missing).
-int run_python(const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace chunkflow

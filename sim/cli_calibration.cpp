@@ -21,6 +21,7 @@
 #include "runtime/plan_limits.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/cli.hpp"
+#include "sim/python_process.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tune.hpp"

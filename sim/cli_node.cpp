@@ -13,6 +13,7 @@
 #include "model/topo_import.hpp"
 #include "sim/cli.hpp"
 #include "sim/maxmin.hpp"
+#include "sim/python_process.hpp"
 #include "sim/report.hpp"
 #include "sim/topology.hpp"
 

@@ -147,6 +147,25 @@ check "SIGINT during a sweep: says it was interrupted on stderr" grep -q "interr
 check "SIGINT during a sweep: the previous CSV is left as it was" test "$(cat "$work/int/sweep.csv")" = previous
 check "SIGINT during a sweep: the previous JSON is left as it was" test "$(cat "$work/int/sweep.json")" = previous
 check "SIGINT during a sweep: no temporary or other file left" test "$(ls -A "$work/int" | tr '\n' ' ')" = "sweep.csv sweep.json "
+# The plot's interpreter was started before the sweep (sim/python_process.hpp); chunkflow reaps it
+# before it exits, so none is left waiting or drawing.
+plot_left=0
+for f in /proc/[0-9]*/cmdline; do
+  case "$(tr '\0' ' ' < "$f" 2> /dev/null)" in *"--wait-for-go $work/int/sweep.csv"*) plot_left=1 ;; esac
+done
+check "SIGINT during a sweep: no plot process left" test "$plot_left" -eq 0
+
+# ---- the plot: drawn after the sweep by the interpreter started before it -------------------------
+# Any output path works (no shell in between: a quote in the folder name once lost the plot).
+if $py -c "import matplotlib" 2> /dev/null; then
+  plot_dir="$work/it's a plot"
+  "$bin" sweep --chunk-mib-list 64 --resident-fractions 0 --out "$plot_dir" > "$work/plot.stdout" 2> "$work/plot.stderr"
+  check "sweep draws sweep.png (a PNG file) in a folder whose name has a quote" $py -c "
+import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$plot_dir/sweep.png"
+  check "sweep names the plot it wrote" grep -q "sweep.png (" "$work/plot.stdout"
+  check "sweep draws with no warning" test ! -s "$work/plot.stderr"
+  check "sweep leaves no temporary plot file" test "$(ls -A "$plot_dir" | tr '\n' ' ')" = "sweep.csv sweep.json sweep.png "
+fi
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
