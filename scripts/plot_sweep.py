@@ -116,23 +116,24 @@ def plot_budgets(ax, rows):
 def main(argv):
     if WAIT_FOR_GO:
         argv = argv[:1] + argv[2:]
-        if sys.stdin.readline().strip() != "go":
-            return 0
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     src, out = argv[1], argv[2]
-    try:
-        rows = read_rows(src)
-    except (OSError, ValueError) as e:
-        print(f"plot_sweep.py: error: {e}", file=sys.stderr)
-        return 2
 
+    # The figure and its axes need no data: with --wait-for-go they are made while the sweep runs.
     fig = plt.figure(figsize=(13, 13))
     grid = fig.add_gridspec(3, 2, height_ratios=[1, 1, 1.15])
     ax_t_c, ax_m_c = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
     ax_t_r, ax_m_r = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
     ax_budget = fig.add_subplot(grid[2, :])
+    if WAIT_FOR_GO and sys.stdin.readline().strip() != "go":
+        return 0
+    try:
+        rows = read_rows(src)
+    except (OSError, ValueError) as e:
+        print(f"plot_sweep.py: error: {e}", file=sys.stderr)
+        return 2
     base = [r for r in rows if r["policy"] == "no-offload"]
     chunk = sorted([r for r in rows if r["policy"] == "chunkflow"], key=lambda r: r["chunk_mib"])
     layer = sorted([r for r in rows if r["policy"] == "layerwise"], key=lambda r: r["resident"])
