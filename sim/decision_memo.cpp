@@ -9,19 +9,38 @@
 
 namespace chunkflow {
 
+const SimOutcome* DecisionMemo::find_locked(const std::string& key, std::size_t hash) {
+  auto range = index_.equal_range(hash);
+  for (auto it = range.first; it != range.second; ++it)
+    if (it->second->key == key) {
+      entries_.splice(entries_.begin(), entries_, it->second);  // most recently used first
+      ++hits_;
+      return &it->second->outcome;
+    }
+  return nullptr;
+}
+
 std::optional<SimOutcome> DecisionMemo::find_or_claim(const std::string& key) {
   const std::size_t h = std::hash<std::string_view>{}(key);
   std::unique_lock lock(m_);
   for (;;) {
-    auto range = index_.equal_range(h);
-    for (auto it = range.first; it != range.second; ++it)
-      if (it->second->key == key) {
-        entries_.splice(entries_.begin(), entries_, it->second);  // most recently used first
-        ++hits_;
-        return it->second->outcome;
-      }
+    if (const SimOutcome* o = find_locked(key, h)) return *o;
     if (!claimed_.count(key)) break;
     claim_released_.wait(lock);  // another thread simulates this decision now: take its outcome
+  }
+  claimed_.insert(key);
+  ++misses_;
+  return std::nullopt;
+}
+
+std::optional<SimOutcome> DecisionMemo::find_or_claim_unless_busy(const std::string& key, bool* busy) {
+  const std::size_t h = std::hash<std::string_view>{}(key);
+  std::lock_guard lock(m_);
+  *busy = false;
+  if (const SimOutcome* o = find_locked(key, h)) return *o;
+  if (claimed_.count(key)) {
+    *busy = true;
+    return std::nullopt;
   }
   claimed_.insert(key);
   ++misses_;
@@ -116,14 +135,13 @@ void encode_decision(const CopySchedule& schedule, int workload, int steps, std:
   out.resize(std::size_t(at - out.data()));
 }
 
-DecisionRun run_decision(const Workload& w, const NodeSpec& node, const ForwardCost& cost, int workload_key, int steps,
-                         PlanDecision d, const SimOptions& options, DecisionMemo* memo) {
-  thread_local std::string key;  // reused: no allocation once grown
-  std::optional<SimOutcome> o;
-  if (memo) {
-    encode_decision(d.schedule, workload_key, steps, key);
-    o = memo->find_or_claim(key);
-  }
+namespace {
+
+/// run_decision once the memo was asked: `o` is the outcome kept under `key`, or nullopt when the
+/// caller holds the claim on `key` (or has no memo).
+DecisionRun finish_decision(const Workload& w, const NodeSpec& node, const ForwardCost& cost, int steps, PlanDecision d,
+                            const SimOptions& options, DecisionMemo* memo, const std::string& key,
+                            std::optional<SimOutcome> o) {
   DecisionRun out;
   if (!o) {  // a decision not seen yet (or dropped): the full path, under this thread's claim
     try {
@@ -144,6 +162,30 @@ DecisionRun run_decision(const Workload& w, const NodeSpec& node, const ForwardC
     fill_schedule_info(w, node, steps, d.schedule, cost, out.info);
   }
   return out;
+}
+
+}  // namespace
+
+DecisionRun run_decision(const Workload& w, const NodeSpec& node, const ForwardCost& cost, int workload_key, int steps,
+                         PlanDecision d, const SimOptions& options, DecisionMemo* memo) {
+  thread_local std::string key;  // reused: no allocation once grown
+  std::optional<SimOutcome> o;
+  if (memo) {
+    encode_decision(d.schedule, workload_key, steps, key);
+    o = memo->find_or_claim(key);
+  }
+  return finish_decision(w, node, cost, steps, std::move(d), options, memo, key, std::move(o));
+}
+
+std::optional<DecisionRun> run_decision_unless_busy(const Workload& w, const NodeSpec& node, const ForwardCost& cost,
+                                                    int workload_key, int steps, PlanDecision& d,
+                                                    const SimOptions& options, DecisionMemo& memo) {
+  thread_local std::string key;
+  encode_decision(d.schedule, workload_key, steps, key);
+  bool busy = false;
+  std::optional<SimOutcome> o = memo.find_or_claim_unless_busy(key, &busy);
+  if (busy) return std::nullopt;
+  return finish_decision(w, node, cost, steps, std::move(d), options, &memo, key, std::move(o));
 }
 
 }  // namespace chunkflow

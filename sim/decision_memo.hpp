@@ -57,6 +57,10 @@ class DecisionMemo {
   /// thread has, claims `key` for the caller and returns nullopt: the caller then calls insert()
   /// with the outcome, or abandon() if it has none (an exception), so that waiters go on.
   std::optional<SimOutcome> find_or_claim(const std::string& key);
+  /// As find_or_claim, but never waits: when another thread is simulating `key` now, returns
+  /// nullopt with `*busy` set and claims nothing (the caller can do other work and come back).
+  /// Otherwise `*busy` is false and the result is find_or_claim's.
+  std::optional<SimOutcome> find_or_claim_unless_busy(const std::string& key, bool* busy);
   /// Keeps `outcome` under `key` and releases the caller's claim on it.
   void insert(const std::string& key, const SimOutcome& outcome);
   /// Releases the caller's claim on `key` without an outcome (a waiter then claims it).
@@ -70,6 +74,8 @@ class DecisionMemo {
     SimOutcome outcome;
   };
   static std::size_t entry_bytes(const Entry& e);
+  /// With m_ held: the outcome kept under `key` (marked most recently used, a hit counted), or null.
+  const SimOutcome* find_locked(const std::string& key, std::size_t hash);
   std::mutex m_;
   std::condition_variable claim_released_;
   std::unordered_set<std::string> claimed_;  ///< keys a thread is simulating now
@@ -101,5 +107,13 @@ struct DecisionRun {
 /// calls sharing `memo`. Throws what build_plan_from_schedule, validate and simulate throw.
 DecisionRun run_decision(const Workload& w, const NodeSpec& node, const ForwardCost& cost, int workload_key, int steps,
                          PlanDecision d, const SimOptions& options, DecisionMemo* memo);
+
+/// As run_decision with a memo, but when another thread is simulating an equal decision now, returns
+/// nullopt at once and leaves `d` as it was, instead of waiting for that thread's outcome: the
+/// caller runs other configurations and comes back to this one (run_sweep does), when the outcome
+/// is most likely kept. Otherwise moves from `d` and returns run_decision's result.
+std::optional<DecisionRun> run_decision_unless_busy(const Workload& w, const NodeSpec& node, const ForwardCost& cost,
+                                                    int workload_key, int steps, PlanDecision& d,
+                                                    const SimOptions& options, DecisionMemo& memo);
 
 }  // namespace chunkflow

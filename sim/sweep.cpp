@@ -8,6 +8,7 @@
 #include <string>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <sstream>
 
 #include "model/error.hpp"
@@ -148,15 +149,29 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
     // A bad workload: every configuration's decide_plan reports it below, before the cost is read.
   }
   DecisionMemo memo;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int i = 0; i < int(mine.size()); ++i) {
-    if (interrupt_signal()) continue;  // SIGINT/SIGTERM: start nothing more (sim/interrupt.hpp)
+  // A configuration whose decision another thread is simulating right now (the default sweep's
+  // "auto" and 0 at 1 MiB are the first two configurations, and the costliest) is set aside rather
+  // than waited for, and run after the others, when its outcome is kept: no thread sits idle.
+  std::mutex deferred_mutex;
+  std::vector<std::pair<int, PlanDecision>> deferred;
+  auto run_one = [&](int i, std::optional<PlanDecision> decided) {
+    if (interrupt_signal()) return;  // SIGINT/SIGTERM: start nothing more (sim/interrupt.hpp)
     try {
       const PolicyConfig& config = configs[mine[i]];
-      DecisionRun run = run_decision(scenario.workload, scenario.node, cost, 0, config.steps,
-                                     decide_plan(scenario.workload, scenario.node, config), options, &memo);
-      const SimOutcome& o = run.outcome;
-      rows[i] = {mine[i], config, std::move(run.info), o.summary, o.verdict, o.bound, o.events, o.ops};
+      PlanDecision d = decided ? std::move(*decided) : decide_plan(scenario.workload, scenario.node, config);
+      std::optional<DecisionRun> run;
+      if (decided) {
+        run = run_decision(scenario.workload, scenario.node, cost, 0, config.steps, std::move(d), options, &memo);
+      } else {
+        run = run_decision_unless_busy(scenario.workload, scenario.node, cost, 0, config.steps, d, options, memo);
+        if (!run) {
+          std::lock_guard lock(deferred_mutex);
+          deferred.emplace_back(i, std::move(d));
+          return;
+        }
+      }
+      const SimOutcome& o = run->outcome;
+      rows[i] = {mine[i], config, std::move(run->info), o.summary, o.verdict, o.bound, o.events, o.ops};
       done[i] = 1;
     } catch (const InputError& e) {
       if (configs[mine[i]].memory_budget_bytes && e.field() == "/policy/memory_budget_gib")
@@ -166,7 +181,11 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
     } catch (...) {
       errors[i] = std::current_exception();
     }
-  }
+  };
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < int(mine.size()); ++i) run_one(i, std::nullopt);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int k = 0; k < int(deferred.size()); ++k) run_one(deferred[k].first, std::move(deferred[k].second));
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   if (const int sig = interrupt_signal()) {

@@ -434,6 +434,68 @@ TEST_CASE("the decision memo: a claimed key makes other threads wait for its out
   CHECK(st.bytes > 0);
 }
 
+TEST_CASE("the decision memo's non-waiting look-up: busy while a claim is held, the decision left "
+          "as it was; the kept outcome once the claim is released", "[fast][memo]") {
+  DecisionMemo memo;
+  SimOutcome outcome;
+  outcome.ops = 5;
+  REQUIRE_FALSE(memo.find_or_claim("a").has_value());  // claimed (as by another thread)
+  bool busy = false;
+  std::optional<SimOutcome> got;
+  std::thread other([&] { got = memo.find_or_claim_unless_busy("a", &busy); });  // returns at once
+  other.join();
+  CHECK(busy);
+  CHECK_FALSE(got.has_value());
+  memo.insert("a", outcome);
+  got = memo.find_or_claim_unless_busy("a", &busy);
+  CHECK_FALSE(busy);
+  REQUIRE(got.has_value());
+  CHECK(got->ops == 5);
+  got = memo.find_or_claim_unless_busy("c", &busy);  // unseen and unclaimed: claimed now
+  CHECK_FALSE(busy);
+  CHECK_FALSE(got.has_value());
+  std::thread third([&] { got = memo.find_or_claim_unless_busy("c", &busy); });
+  third.join();
+  CHECK(busy);
+  memo.abandon("c");
+  const DecisionMemoStats st = memo.stats();
+  CHECK(st.hits == 1);    // "a" after its insert
+  CHECK(st.misses == 2);  // the claims of "a" and "c"; a busy answer is neither
+
+  // run_decision_unless_busy on a real decision: while its key is claimed it returns nullopt and
+  // leaves the decision whole; once the outcome is kept it returns the full path's row content.
+  const Scenario s = default_scenario();
+  PolicyConfig config;
+  config.policy = "chunkflow";
+  config.chunk_bytes = 64 * kMiB;
+  config.resident_fraction = 0.5;
+  PlanDecision d = decide_plan(s.workload, s.node, config);
+  const std::size_t pieces = d.schedule.pieces.size();
+  REQUIRE(pieces > 0);
+  std::string key;
+  encode_decision(d.schedule, 0, config.steps, key);
+  DecisionMemo plans;
+  REQUIRE_FALSE(plans.find_or_claim(key).has_value());
+  const ForwardCost cost = forward_cost(s.workload);
+  SimOptions options;
+  options.record_links = options.record_memory = options.record_op_names = false;
+  std::optional<DecisionRun> run;
+  std::thread asker([&] {
+    run = run_decision_unless_busy(s.workload, s.node, cost, 0, config.steps, d, options, plans);
+  });
+  asker.join();
+  CHECK_FALSE(run.has_value());
+  CHECK(d.schedule.pieces.size() == pieces);  // not moved from
+  const DecisionRun full = run_decision(s.workload, s.node, cost, 0, config.steps, decide_plan(s.workload, s.node, config),
+                                        options, nullptr);
+  plans.insert(key, full.outcome);
+  run = run_decision_unless_busy(s.workload, s.node, cost, 0, config.steps, d, options, plans);
+  REQUIRE(run.has_value());
+  CHECK(run->outcome.summary.step_time_s == full.outcome.summary.step_time_s);
+  CHECK(run->outcome.ops == full.outcome.ops);
+  CHECK(plans.stats().hits == 1);
+}
+
 TEST_CASE("the collective flow cache gives every collective op collective_flows' flows (every node, "
           "Ulysses, ring, TP, FSDP, parallel CFG; ops in random order)", "[fast][flows]") {
   std::mt19937 rng(20261125);
