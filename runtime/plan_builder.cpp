@@ -166,6 +166,9 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
     int current_block = -1, last_compute_block_minus_1 = -1, last_compute_block_minus_2 = -1;
     std::size_t next_piece = 0;
     int collective_index = 0;
+    // A program op's data deps, gathered here and copied into the op at their final size (one
+    // allocation per op instead of the vector's growth steps); reused across ops.
+    std::vector<int> waits;
 
     // Issues, in lane order, every piece whose dependencies are all in the plan (up to position g).
     auto issue_ready = [&](int g) {
@@ -192,11 +195,20 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
           if (c.chunk < 0) op.name += std::to_string(c.chunk);
           else append_decimal(op.name, c.chunk);
         }
-        if (last_h2d >= 0) op.deps.push_back(last_h2d);
-        if (j >= std::size_t(info.slot_count)) op.data_deps.push_back(program_op[last_reader[j - info.slot_count]]);
-        if (c.after_position >= 0) op.data_deps.push_back(program_op[c.after_position]);
-        std::sort(op.data_deps.begin(), op.data_deps.end());
-        op.data_deps.erase(std::unique(op.data_deps.begin(), op.data_deps.end()), op.data_deps.end());
+        // Data deps, ascending without repeats: the slot's last reader and the op `after` names.
+        int copy_waits[2];
+        int ncopy_waits = 0;
+        if (j >= std::size_t(info.slot_count)) copy_waits[ncopy_waits++] = program_op[last_reader[j - info.slot_count]];
+        if (c.after_position >= 0) copy_waits[ncopy_waits++] = program_op[c.after_position];
+        if (ncopy_waits == 2 && copy_waits[0] >= copy_waits[1]) {
+          if (copy_waits[0] == copy_waits[1]) ncopy_waits = 1;
+          else std::swap(copy_waits[0], copy_waits[1]);
+        }
+        op.data_deps.assign(copy_waits, copy_waits + ncopy_waits);  // one allocation each, at the final size
+        if (last_h2d >= 0) {
+          op.deps.reserve(1 + std::size_t(ncopy_waits));
+          op.deps.push_back(last_h2d);
+        }
         last_h2d = piece_op[j] = plan.add(std::move(op));
       }
     };
@@ -227,20 +239,25 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
           op.free_bytes = free_at[g];                 // FSDP: the copies of the shard it gathered
           if (rank == 0) group_of_collective.push_back(next_group++);
           op.collective_group = group_of_collective.at(collective_index++);
-          if (last_comm >= 0) op.deps.push_back(last_comm);
-          if (last_compute >= 0 && stage.waits_for_compute) op.data_deps.push_back(last_compute);
+          waits.clear();
+          if (last_compute >= 0 && stage.waits_for_compute) waits.push_back(last_compute);
           if (!stage.waits_for_compute && last_compute_block_minus_2 >= 0)
-            op.data_deps.push_back(last_compute_block_minus_2);
+            waits.push_back(last_compute_block_minus_2);
           if (pos.hi_bytes > pos.lo_bytes)  // FSDP's all-gather reads the shard's copies
             for (std::size_t j : pieces_of[std::size_t(s) * cost.blocks.size() + pos.block]) {
               const CopyPiece& c = pieces[j];
               if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;
               if (piece_op[j] < 0)
                 throw std::logic_error("build_plan: " + op.name + " reads a copy not yet issued (slot pool too small)");
-              op.data_deps.push_back(piece_op[j]);
+              waits.push_back(piece_op[j]);
             }
-          std::sort(op.data_deps.begin(), op.data_deps.end());
-          op.data_deps.erase(std::unique(op.data_deps.begin(), op.data_deps.end()), op.data_deps.end());
+          std::sort(waits.begin(), waits.end());
+          waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+          op.data_deps.assign(waits.begin(), waits.end());
+          if (last_comm >= 0) {
+            op.deps.reserve(1 + waits.size());
+            op.deps.push_back(last_comm);
+          }
           last_comm = program_op[g] = plan.add(std::move(op));
           if (stage.gates_compute <= 1) pending_collective = last_comm;
           else deferred_collectives.push_back({last_comm, stage.gates_compute - 1});
@@ -249,11 +266,11 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
           op.lane = Lane::compute;
           op.flop = stage.flop;
           op.free_bytes = free_at[g];
-          if (last_compute >= 0) op.deps.push_back(last_compute);
-          if (pending_collective >= 0) op.data_deps.push_back(pending_collective);
+          waits.clear();
+          if (pending_collective >= 0) waits.push_back(pending_collective);
           for (auto it = deferred_collectives.begin(); it != deferred_collectives.end();) {
             if (it->second-- == 0) {
-              op.data_deps.push_back(it->first);
+              waits.push_back(it->first);
               it = deferred_collectives.erase(it);
             } else {
               ++it;
@@ -264,7 +281,12 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
             if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;
             if (piece_op[j] < 0)
               throw std::logic_error("build_plan: " + op.name + " reads a copy not yet issued (slot pool too small)");
-            op.data_deps.push_back(piece_op[j]);
+            waits.push_back(piece_op[j]);
+          }
+          op.data_deps.assign(waits.begin(), waits.end());
+          if (last_compute >= 0) {
+            op.deps.reserve(1 + waits.size());
+            op.deps.push_back(last_compute);
           }
           last_compute = program_op[g] = plan.add(std::move(op));
           pending_collective = -1;

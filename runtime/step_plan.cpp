@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <boost/graph/topological_sort.hpp>
 #include <iterator>
 #include <map>
@@ -12,37 +13,57 @@
 
 namespace chunkflow {
 
+namespace {
+
+/// Drops repeated ids of `xs`, keeping each first occurrence in place. A short list (≤ 16) is
+/// scanned pairwise in place; a long one (an op of a 1 MiB-chunk plan reads hundreds of copies) is
+/// first checked in a sorted copy, kept in a per-thread buffer so that no call allocates for it,
+/// and rebuilt only when it has repeats: O(d log d) instead of the O(d²) scan, the same result.
+void dedupe_in_place(std::vector<int>& xs) {
+  if (xs.size() < 2) return;
+  if (xs.size() <= 16) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      if (std::find(xs.begin(), xs.begin() + std::ptrdiff_t(kept), xs[i]) == xs.begin() + std::ptrdiff_t(kept))
+        xs[kept++] = xs[i];
+    xs.resize(kept);
+    return;
+  }
+  if (std::adjacent_find(xs.begin(), xs.end(), std::greater_equal<int>()) == xs.end()) return;  // strictly ascending
+  thread_local std::vector<int> sorted;
+  sorted.assign(xs.begin(), xs.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return;  // no repeats
+  std::vector<int> kept;
+  kept.reserve(xs.size());
+  std::vector<bool> seen;
+  const int lo = sorted.front();
+  seen.assign(std::size_t(sorted.back() - lo) + 1, false);
+  for (int x : xs)
+    if (!seen[std::size_t(x - lo)]) seen[std::size_t(x - lo)] = true, kept.push_back(x);
+  xs = std::move(kept);
+}
+
+}  // namespace
+
 int StepPlan::add(PlanOp op) {
   const int v = static_cast<int>(ops.size());
   op.id = v;
-  // Drops repeated ids, keeping each first occurrence in place: O(d log d) (an op of a 1 MiB-chunk
-  // plan reads hundreds of copies; the pairwise scan this replaces was O(d²) and a tenth of a sweep).
-  auto dedupe = [](std::vector<int>& xs) {
-    if (xs.size() < 2) return;
-    if (xs.size() <= 16) {  // the usual op: a pairwise scan in place, no allocation (same result)
-      std::size_t kept = 0;
-      for (std::size_t i = 0; i < xs.size(); ++i)
-        if (std::find(xs.begin(), xs.begin() + std::ptrdiff_t(kept), xs[i]) == xs.begin() + std::ptrdiff_t(kept))
-          xs[kept++] = xs[i];
-      xs.resize(kept);
-      return;
-    }
-    std::vector<int> sorted = xs;
-    std::sort(sorted.begin(), sorted.end());
-    if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return;  // no repeats
-    std::vector<int> kept;
-    kept.reserve(xs.size());
-    std::vector<bool> seen;
-    const int lo = sorted.front();
-    seen.assign(std::size_t(sorted.back() - lo) + 1, false);
-    for (int x : xs)
-      if (!seen[std::size_t(x - lo)]) seen[std::size_t(x - lo)] = true, kept.push_back(x);
-    xs = std::move(kept);
-  };
-  dedupe(op.data_deps);
-  // deps = lane-order predecessors given at construction ∪ data_deps.
-  op.deps.insert(op.deps.end(), op.data_deps.begin(), op.data_deps.end());
-  dedupe(op.deps);
+  dedupe_in_place(op.data_deps);
+  // deps = lane-order predecessors given at construction ∪ data_deps, first occurrences in order.
+  // data_deps has no repeats now, so that is dedupe(lane) followed by the data deps not among the
+  // lane predecessors (at most a few: scanned); a long lane list takes the general path.
+  dedupe_in_place(op.deps);
+  const std::size_t lane = op.deps.size();
+  if (lane <= 16) {
+    op.deps.reserve(lane + op.data_deps.size());
+    for (int d : op.data_deps)
+      if (std::find(op.deps.begin(), op.deps.begin() + std::ptrdiff_t(lane), d) == op.deps.begin() + std::ptrdiff_t(lane))
+        op.deps.push_back(d);
+  } else {
+    op.deps.insert(op.deps.end(), op.data_deps.begin(), op.data_deps.end());
+    dedupe_in_place(op.deps);
+  }
   for (int d : op.deps) {
     if (d < 0 || d >= v) throw std::logic_error("StepPlan::add: " + op.name + " depends on op " + std::to_string(d) + ", not added yet");
   }

@@ -82,7 +82,9 @@ struct StepPlan {
   Graph dependency_graph() const;
 
   /// Adds an op (assigns its id) and returns it. `deps` may hold lane-order predecessors only;
-  /// data_deps are merged into deps. Every dependency must already be in the plan (ops are added
+  /// data_deps are merged into deps: data_deps keeps the first occurrence of each id, in order, and
+  /// deps becomes the lane predecessors so filtered followed by the data deps not among them.
+  /// O(d log d) in the list lengths d. Every dependency must already be in the plan (ops are added
   /// in a topological order). Throws std::logic_error otherwise.
   int add(PlanOp op);
   /// Adds a data dependency `before` → `after` (to data_deps and deps). Duplicates ignored.

@@ -121,6 +121,62 @@ TEST_CASE("op names: s<step>.b<block, two digits at least>.<stage>, copies .h2d.
   }
 }
 
+TEST_CASE("StepPlan::add: data_deps without repeats, deps = lane predecessors then data deps, first occurrences "
+          "in order, for short and long lists",
+          "[policy][step_plan]") {
+  // add() takes shortcuts by list length (a scan up to 16 ids, a sorted copy past that, a check for
+  // an already ascending list, the lane predecessors scanned apart): every one must give what the
+  // plain definition gives, the pairwise first-occurrence filter of the concatenation.
+  auto first_occurrences = [](const std::vector<int>& xs) {
+    std::vector<int> kept;
+    for (int x : xs)
+      if (std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
+    return kept;
+  };
+  std::mt19937 rng(8);
+  StepPlan plan;
+  PlanOp first;
+  first.name = "first";
+  plan.add(first);
+  int long_lists = 0, long_lanes = 0, ascending = 0, repeats = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int v = int(plan.ops.size());
+    PlanOp op;
+    op.name = "op" + std::to_string(v);
+    const int nlane = trial % 7 == 0 ? int(rng() % 40) : int(rng() % 3);
+    const int ndata = trial % 3 == 0 ? int(rng() % 300) : int(rng() % 20);
+    const int range = trial % 5 == 0 ? 4 : v;  // a narrow range: many repeats
+    for (int i = 0; i < nlane; ++i) op.deps.push_back(v - 1 - int(rng() % std::uint32_t(std::min(range, v))));
+    for (int i = 0; i < ndata; ++i) op.data_deps.push_back(v - 1 - int(rng() % std::uint32_t(std::min(range, v))));
+    if (trial % 4 == 1) std::sort(op.data_deps.begin(), op.data_deps.end());  // ascending, repeats kept
+    if (trial % 8 == 3) {  // strictly ascending
+      std::sort(op.data_deps.begin(), op.data_deps.end());
+      op.data_deps.erase(std::unique(op.data_deps.begin(), op.data_deps.end()), op.data_deps.end());
+    }
+    const std::vector<int> want_data = first_occurrences(op.data_deps);
+    std::vector<int> all = op.deps;
+    all.insert(all.end(), op.data_deps.begin(), op.data_deps.end());
+    const std::vector<int> want_deps = first_occurrences(all);
+    long_lists += op.data_deps.size() > 16;
+    long_lanes += op.deps.size() > 16;
+    ascending += op.data_deps.size() > 16 && std::is_sorted(op.data_deps.begin(), op.data_deps.end()) &&
+                 want_data.size() == op.data_deps.size();
+    repeats += op.data_deps.size() > 16 && want_data.size() < op.data_deps.size();
+    REQUIRE(plan.add(op) == v);
+    CHECK(plan.ops[std::size_t(v)].data_deps == want_data);
+    CHECK(plan.ops[std::size_t(v)].deps == want_deps);
+  }
+  // Every path was taken.
+  CHECK(long_lists > 20);
+  CHECK(long_lanes > 10);
+  CHECK(ascending > 5);
+  CHECK(repeats > 5);
+  PlanOp bad;
+  bad.name = "bad";
+  bad.data_deps = {int(plan.ops.size())};  // not added yet
+  CHECK_THROWS_AS(plan.add(bad), std::logic_error);
+}
+
 TEST_CASE("layerwise moves whole blocks through lookahead + 1 slots", "[policy]") {
   const auto w = workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
   for (int lookahead : {1, 3}) {
