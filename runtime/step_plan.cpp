@@ -120,12 +120,14 @@ class DepSet {
   void assign(const std::vector<int>& ids) {
     ids_ = &ids;
     long_ = ids.size() > kScan;
-    if (long_) {
+    in_place_ = long_ && std::is_sorted(ids.begin(), ids.end());  // already ascending: no copy
+    if (long_ && !in_place_) {
       sorted_.assign(ids.begin(), ids.end());
       std::sort(sorted_.begin(), sorted_.end());
     }
   }
   bool contains(int x) const {
+    if (in_place_) return std::binary_search(ids_->begin(), ids_->end(), x);
     if (long_) return std::binary_search(sorted_.begin(), sorted_.end(), x);
     return std::find(ids_->begin(), ids_->end(), x) != ids_->end();
   }
@@ -134,6 +136,7 @@ class DepSet {
   static constexpr std::size_t kScan = 16;
   const std::vector<int>* ids_ = nullptr;
   bool long_ = false;
+  bool in_place_ = false;
   std::vector<int> sorted_;
 };
 
@@ -142,11 +145,19 @@ class DepSet {
 void validate(const StepPlan& plan) {
   const int n = static_cast<int>(plan.ops.size());
   DepSet in_list;  // reused: one op's deps or data_deps at a time
+  bool deps_precede = true;  // every op depends on earlier ops only
   for (const auto& op : plan.ops) {
     if (op.id < 0 || op.id >= n || &plan.ops[op.id] != &op) fail("op ids are not their indices");
-    for (int d : op.deps)
+    for (int d : op.deps) {
       if (d < 0 || d >= n || d == op.id) fail(op.name + " depends on a missing op " + std::to_string(d));
+      deps_precede = deps_precede && d < op.id;
+    }
     if (op.data_deps.empty()) continue;
+    // StepPlan::add lays deps out as the lane predecessors followed by the data deps: when deps
+    // ends with data_deps, every data dep is in deps; otherwise each one is looked up.
+    if (op.deps.size() >= op.data_deps.size() &&
+        std::equal(op.data_deps.begin(), op.data_deps.end(), op.deps.end() - std::ptrdiff_t(op.data_deps.size())))
+      continue;
     in_list.assign(op.deps);
     for (int d : op.data_deps)
       if (!in_list.contains(d)) fail(op.name + ": data dep not in deps");
@@ -155,9 +166,6 @@ void validate(const StepPlan& plan) {
   // Acyclic. When every op depends on earlier ops only (ids ascending along every edge, as
   // StepPlan::add makes them), the id order is a topological order and there is no cycle;
   // otherwise a depth-first search decides (boost throws not_a_dag).
-  const bool deps_precede = std::all_of(plan.ops.begin(), plan.ops.end(), [](const PlanOp& op) {
-    return std::all_of(op.deps.begin(), op.deps.end(), [&op](int d) { return d < op.id; });
-  });
   if (!deps_precede) {
     std::vector<std::size_t> order;
     StepPlan::Graph graph = plan.dependency_graph();
@@ -188,8 +196,9 @@ void validate(const StepPlan& plan) {
     if (*last >= 0 && std::find(op.deps.begin(), op.deps.end(), *last) == op.deps.end())
       fail(op.name + " does not follow " + plan.ops[*last].name + " on its lane");
     *last = op.id;
-    for (int d : op.deps)
-      if (d > op.id && plan.ops[d].rank == op.rank) fail(op.name + " is issued before its dependency " + plan.ops[d].name);
+    if (!deps_precede)  // else no dependency comes later in issue order
+      for (int d : op.deps)
+        if (d > op.id && plan.ops[d].rank == op.rank) fail(op.name + " is issued before its dependency " + plan.ops[d].name);
   }
 
   // Weights: every compute op of a linear depends on every chunk that holds part of its weights.
@@ -199,34 +208,70 @@ void validate(const StepPlan& plan) {
   // The h2d ops of each (rank, step, block) sorted by source offset, with the longest one's bytes:
   // the chunks that overlap [lo, hi) all start in [lo − longest, hi), found by binary search
   // (O(log c + overlapping) per compute op instead of O(c): small-chunk plans hold hundreds per block).
-  struct BlockChunks {
-    std::vector<int> by_offset;
-    double longest_bytes = 0;
+  // Each (rank, step, block) gets a dense index: (rank · steps + step) · blocks + block for ranks
+  // [0, plan.info.ranks), steps [0, plan.info.steps) and blocks of plan.cost (when that table has
+  // at most 2^24 entries), numbers past the table, from a map, for anything else (a broken plan is
+  // still judged, by the same rule). Its h2d ops lie in one array, grouped by index (compressed
+  // rows), in id order within a group before the sort by offset.
+  const std::size_t table_steps = std::size_t(std::clamp(plan.info.steps, 0, 1 << 20));
+  const std::size_t table_blocks = plan.cost.blocks.size();
+  std::size_t table_keys = std::size_t(table_ranks) * table_steps * table_blocks;
+  if (table_steps == 0 || table_blocks == 0 || table_keys / table_steps / table_blocks != std::size_t(table_ranks) ||
+      table_keys > (std::size_t(1) << 24))
+    table_keys = 0;
+  std::map<std::tuple<int, int, int>, std::size_t> other_keys;  // keys outside the table → index
+  auto key_in_table = [&](const PlanOp& op) {
+    return table_keys > 0 && op.rank >= 0 && op.rank < table_ranks && op.step >= 0 && std::size_t(op.step) < table_steps &&
+           op.block >= 0 && std::size_t(op.block) < table_blocks;
   };
-  std::map<std::tuple<int, int, int>, BlockChunks> chunks;  // (rank, step, block) → h2d ops
-  for (const auto& op : plan.ops)
-    if (op.kind == OpKind::h2d && std::isfinite(op.src_offset_bytes)) {  // else it overlaps nothing
-      BlockChunks& b = chunks[{op.rank, op.step, op.block}];
-      b.by_offset.push_back(op.id);
-      b.longest_bytes = std::max(b.longest_bytes, op.bytes);
-    }
-  for (auto& [key, b] : chunks)
-    std::stable_sort(b.by_offset.begin(), b.by_offset.end(),
-                     [&](int x, int y) { return plan.ops[x].src_offset_bytes < plan.ops[y].src_offset_bytes; });
+  auto table_index = [&](const PlanOp& op) {
+    return (std::size_t(op.rank) * table_steps + std::size_t(op.step)) * table_blocks + std::size_t(op.block);
+  };
+  auto holds_bytes = [](const PlanOp& op) { return op.kind == OpKind::h2d && std::isfinite(op.src_offset_bytes); };
+  for (const auto& op : plan.ops)  // else it overlaps nothing
+    if (holds_bytes(op) && !key_in_table(op))
+      other_keys.try_emplace({op.rank, op.step, op.block}, table_keys + other_keys.size());
+  const std::size_t keys = table_keys + other_keys.size();
+  auto index_of = [&](const PlanOp& op) -> std::size_t {  // keys when the op's block holds no chunk
+    if (key_in_table(op)) return table_index(op);
+    auto it = other_keys.find({op.rank, op.step, op.block});
+    return it == other_keys.end() ? keys : it->second;
+  };
+  std::vector<int> chunk_begin(keys + 1, 0);  // chunks of index k: by_offset[chunk_begin[k], chunk_begin[k + 1])
+  std::vector<double> longest_bytes(keys, 0.0);
+  std::vector<int> by_offset;
+  {
+    for (const auto& op : plan.ops)
+      if (holds_bytes(op)) {
+        const std::size_t k = index_of(op);
+        ++chunk_begin[k + 1];
+        longest_bytes[k] = std::max(longest_bytes[k], op.bytes);
+      }
+    for (std::size_t k = 0; k < keys; ++k) chunk_begin[k + 1] += chunk_begin[k];
+    std::vector<int> fill(chunk_begin.begin(), chunk_begin.end() - 1);
+    by_offset.resize(std::size_t(chunk_begin[keys]));
+    for (const auto& op : plan.ops)
+      if (holds_bytes(op)) by_offset[std::size_t(fill[index_of(op)]++)] = op.id;
+  }
+  auto by_source_offset = [&](int x, int y) { return plan.ops[x].src_offset_bytes < plan.ops[y].src_offset_bytes; };
+  for (std::size_t k = 0; k < keys; ++k) {
+    const auto first = by_offset.begin() + chunk_begin[k], last = by_offset.begin() + chunk_begin[k + 1];
+    if (!std::is_sorted(first, last, by_source_offset)) std::stable_sort(first, last, by_source_offset);
+  }
   for (const auto& op : plan.ops) {
     if (op.kind == OpKind::h2d || op.stage < 0) continue;
-    auto it = chunks.find({op.rank, op.step, op.block});
-    if (it == chunks.end()) continue;
+    const std::size_t k = index_of(op);
+    if (k >= keys || chunk_begin[k] == chunk_begin[k + 1]) continue;
     const BlockCost& block = plan.cost.blocks[op.block];
     const auto [lo, hi] = stage_weight_range(block, op.stage);  // {0, 0}: reads no chunk
     if (!(hi > lo)) continue;
     in_list.assign(op.data_deps);
-    const std::vector<int>& by_offset = it->second.by_offset;
-    const double from = lo - it->second.longest_bytes;
-    auto c = std::lower_bound(by_offset.begin(), by_offset.end(), from,
+    const auto chunks_end = by_offset.begin() + chunk_begin[k + 1];
+    const double from = lo - longest_bytes[k];
+    auto c = std::lower_bound(by_offset.begin() + chunk_begin[k], chunks_end, from,
                               [&](int id, double v) { return plan.ops[id].src_offset_bytes < v; });
     int missing = -1;  // the lowest id among the overlapping chunks the op does not wait for
-    for (; c != by_offset.end() && plan.ops[*c].src_offset_bytes < hi; ++c) {
+    for (; c != chunks_end && plan.ops[*c].src_offset_bytes < hi; ++c) {
       const PlanOp& ch = plan.ops[*c];
       if (ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(*c) && (missing < 0 || *c < missing)) missing = *c;
     }
@@ -234,10 +279,21 @@ void validate(const StepPlan& plan) {
   }
 
   // Memory balances per rank; a slot is refilled only after the op that frees its previous chunk.
+  // Ranks [0, plan.info.ranks) in a flat table, others in a map; judged in rank order.
+  std::vector<double> balance_table(std::size_t(table_ranks), 0.0);
   std::map<int, double> balance;
-  for (const auto& op : plan.ops) balance[op.rank] += op.alloc_bytes - op.free_bytes;
-  for (auto [rank, b] : balance)
+  for (const auto& op : plan.ops) {
+    if (op.rank >= 0 && op.rank < table_ranks) balance_table[std::size_t(op.rank)] += op.alloc_bytes - op.free_bytes;
+    else balance[op.rank] += op.alloc_bytes - op.free_bytes;
+  }
+  auto check_balance = [](int rank, double b) {
     if (std::abs(b) > 1.0) fail("memory does not balance on rank " + std::to_string(rank) + " (" + std::to_string(b) + " bytes)");
+  };
+  for (auto [rank, b] : balance)
+    if (rank < 0) check_balance(rank, b);
+  for (int rank = 0; rank < table_ranks; ++rank) check_balance(rank, balance_table[std::size_t(rank)]);
+  for (auto [rank, b] : balance)
+    if (rank >= table_ranks) check_balance(rank, b);
   // Readers of each chunk are compute ops of its rank's FIFO compute lane (or, with FSDP, the one
   // all-gather of its block on the comm lane), so the last one in issue order is the last to finish.
   std::vector<int> last_reader(n, -1);

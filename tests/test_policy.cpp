@@ -465,6 +465,90 @@ TEST_CASE("the validator rejects a cycle, a missing weight dependency and unbala
   }
 }
 
+TEST_CASE("validate: ranks, steps and blocks outside its flat tables, and dependency lists in any order, are "
+          "judged by the same rules",
+          "[policy][validate]") {
+  // validate indexes (rank, step, block) in flat tables sized by plan.info and falls back to maps
+  // for anything else; it searches an ascending long list in place and sorts a copy of any other,
+  // and skips the data-deps-in-deps lookup when deps ends with data_deps. A plan judged through the
+  // fallbacks (info.ranks or info.steps understated) or with its lists reordered must get the
+  // verdict, and the message, that the tables and the builder's layout give.
+  const auto w = workload("wan2.1-t2v-1.3b", 256, 256, 5, 1);
+  const StepPlan fine = build_plan(w, node("1xh100-sxm"), policy("chunkflow", 0.0, 1));
+  REQUIRE(fine.info.ranks == 1);
+  REQUIRE(fine.info.steps == 2);
+  for (const auto& op : fine.ops) REQUIRE(op.kind != OpKind::collective);  // info.ranks is read by no other check
+  int wide = -1;
+  for (const auto& op : fine.ops)
+    if (op.kind == OpKind::compute && op.data_deps.size() > 16) wide = op.id;
+  REQUIRE(wide >= 0);
+  int chunk = -1;  // a chunk of the wide op's in step 1 (outside the table when info.steps is 1)
+  for (int d : fine.ops[wide].data_deps)
+    if (fine.ops[d].kind == OpKind::h2d) chunk = d;
+  REQUIRE(chunk >= 0);
+  REQUIRE(fine.ops[wide].step == 1);
+  auto verdict = [](const StepPlan& p) -> std::string {
+    try {
+      validate(p);
+      return "valid";
+    } catch (const std::logic_error& e) {
+      return e.what();
+    }
+  };
+  auto dropped = [&](StepPlan p) {  // the wide op no longer waits for `chunk`
+    for (auto* list : {&p.ops[wide].data_deps, &p.ops[wide].deps}) list->erase(std::find(list->begin(), list->end(), chunk));
+    return p;
+  };
+  auto unbalanced = [](StepPlan p) {
+    p.ops.back().free_bytes += 4096;
+    return p;
+  };
+  auto reordered = [&](StepPlan p) {  // every list reversed: not ascending, deps no longer ends with data_deps
+    for (auto& op : p.ops) {
+      std::reverse(op.deps.begin(), op.deps.end());
+      std::reverse(op.data_deps.begin(), op.data_deps.end());
+    }
+    return p;
+  };
+  const std::string base_dropped = verdict(dropped(fine));
+  const std::string base_unbalanced = verdict(unbalanced(fine));
+  REQUIRE(verdict(fine) == "valid");
+  REQUIRE_THAT(base_dropped, Catch::Contains("does not wait for " + fine.ops[chunk].name + ","));
+  REQUIRE_THAT(base_unbalanced, Catch::Contains("memory does not balance on rank 0"));
+  CHECK(verdict(reordered(fine)) == "valid");
+  CHECK(verdict(dropped(reordered(fine))) == base_dropped);
+  {
+    StepPlan p = reordered(fine);  // a data dep missing from the reordered deps
+    auto& deps = p.ops[wide].deps;
+    deps.erase(std::find(deps.begin(), deps.end(), chunk));
+    CHECK_THAT(verdict(p), Catch::Contains("data dep not in deps"));
+  }
+  for (auto [ranks, steps] : {std::pair{0, 2}, std::pair{1, 0}, std::pair{1, 1}, std::pair{0, 0}}) {
+    INFO("info.ranks " << ranks << ", info.steps " << steps);
+    StepPlan p = fine;
+    p.info.ranks = ranks;
+    p.info.steps = steps;
+    CHECK(verdict(p) == "valid");
+    CHECK(verdict(dropped(p)) == base_dropped);
+    CHECK(verdict(unbalanced(p)) == base_unbalanced);
+    CHECK(verdict(dropped(reordered(p))) == base_dropped);
+  }
+  // Memory is judged rank by rank in rank order, whether a rank lies in the table or not: the last op
+  // (nothing depends on it, the last on its lane) moved to rank -1 or 5, both ranks left unbalanced.
+  for (int moved_rank : {-1, 5}) {
+    for (int ranks : {1, 0}) {
+      StepPlan p = fine;
+      p.info.ranks = ranks;
+      p.ops.back().rank = moved_rank;
+      p.ops.back().free_bytes += 4096;
+      p.ops.front().alloc_bytes += 8192;
+      const std::string first = std::to_string(std::min(moved_rank, 0));
+      INFO("moved to rank " << moved_rank << ", info.ranks " << ranks);
+      CHECK_THAT(verdict(p), Catch::Contains("memory does not balance on rank " + first + " ("));
+    }
+  }
+}
+
 TEST_CASE("validate: a chunk that holds the weights of two stages must be waited for by both", "[policy][validate]") {
   // Large chunks pack several small tensors: a chunk that starts before a stage's weights and
   // reaches into them is found by validate's offset search (it starts up to one chunk before them).
