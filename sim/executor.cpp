@@ -14,6 +14,7 @@
 #include "sim/flows.hpp"
 #include "sim/maxmin.hpp"
 #include "sim/topology.hpp"
+#include "traces/summary_core.hpp"
 
 namespace chunkflow {
 
@@ -34,6 +35,25 @@ struct Event {
   int target;  ///< op id (op_end, h2d flows_start) or collective group (flows_start of a group)
   bool group;
   bool operator>(const Event& o) const { return time_s != o.time_s ? time_s > o.time_s : seq > o.seq; }
+};
+
+/// A plan's ops with their simulated times, as the rows detail::summarize_rows reads (the values
+/// result() puts in the timeline rows: op id, kind, lane, rank, step, times, bytes, data deps).
+struct PlanRows {
+  const StepPlan& plan;
+  const std::vector<double>& start_s_of;
+  const std::vector<double>& end_s_of;
+  std::size_t size() const { return plan.ops.size(); }
+  int op_id(std::size_t i) const { return plan.ops[i].id; }
+  const std::string& name(std::size_t i) const { return plan.ops[i].name; }
+  OpKind kind(std::size_t i) const { return plan.ops[i].kind; }
+  Lane lane(std::size_t i) const { return plan.ops[i].lane; }
+  int rank(std::size_t i) const { return plan.ops[i].rank; }
+  int step(std::size_t i) const { return plan.ops[i].step; }
+  double start_s(std::size_t i) const { return start_s_of[std::size_t(plan.ops[i].id)]; }
+  double end_s(std::size_t i) const { return end_s_of[std::size_t(plan.ops[i].id)]; }
+  double bytes(std::size_t i) const { return plan.ops[i].bytes; }
+  const std::vector<int>& deps(std::size_t i) const { return plan.ops[i].data_deps; }
 };
 
 struct ActiveFlow {
@@ -114,6 +134,15 @@ class Simulation {
       if (end_s_[i] < 0) throw std::logic_error("simulate: deadlock, op " + plan_.ops[i].name + " never ran");
     close_links();
     return result();
+  }
+
+  /// E(s−1): the last compute end of the step before the reported one, over ranks (0 for one
+  /// step), from the op times of the run.
+  double previous_step_end_s() const {
+    double previous_end_s = 0;
+    for (const PlanOp& op : plan_.ops)
+      if (op.kind == OpKind::compute && op.step == plan_.info.steps - 2) previous_end_s = std::max(previous_end_s, end_s_[op.id]);
+    return previous_end_s;
   }
 
  private:
@@ -310,26 +339,29 @@ class Simulation {
     t.source = "simulator";
     t.steps = plan_.info.steps;
     t.ranks = plan_.info.ranks;
-    t.rows.reserve(plan_.ops.size());
-    for (const auto& op : plan_.ops) {
-      TimelineRow row;
-      row.op_id = op.id;
-      if (options_.record_op_names) row.name = op.name;
-      row.kind = op.kind;
-      row.lane = op.lane;
-      row.rank = op.rank;
-      row.step = op.step;
-      row.block = op.block;
-      row.start_s = start_s_[op.id];
-      row.end_s = end_s_[op.id];
-      row.bytes = op.bytes;
-      row.flop = op.flop;
-      row.deps = op.data_deps;
-      t.rows.push_back(std::move(row));
+    if (options_.record_rows) {
+      t.rows.reserve(plan_.ops.size());
+      for (const auto& op : plan_.ops) {
+        TimelineRow row;
+        row.op_id = op.id;
+        if (options_.record_op_names) row.name = op.name;
+        row.kind = op.kind;
+        row.lane = op.lane;
+        row.rank = op.rank;
+        row.step = op.step;
+        row.block = op.block;
+        row.start_s = start_s_[op.id];
+        row.end_s = end_s_[op.id];
+        row.bytes = op.bytes;
+        row.flop = op.flop;
+        row.deps = op.data_deps;
+        t.rows.push_back(std::move(row));
+      }
     }
     t.memory = std::move(samples_);
     t.links = std::move(links_);
-    r.summary = summarize(t);
+    // Without rows, the same computation on the values the rows would hold (traces/summary_core.hpp).
+    r.summary = options_.record_rows ? summarize(t) : detail::summarize_rows(PlanRows{plan_, start_s_, end_s_}, t.steps);
     r.summary.peak_memory_bytes = peak_;  // tracked at every change, with or without samples
     r.events = event_count_;
     return r;
@@ -382,12 +414,9 @@ class Simulation {
 void set_simulate_exhaustive(bool on) { simulate_exhaustive = on; }
 
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
-  SimResult r = Simulation(plan, node, options).run();
-  // E(s−1): the last compute end of the step before the reported one, over ranks (0 for one step).
-  double previous_end_s = 0;
-  for (const TimelineRow& row : r.timeline.rows)
-    if (row.kind == OpKind::compute && row.step == plan.info.steps - 2) previous_end_s = std::max(previous_end_s, row.end_s);
-  r.bound = step_bound(plan, node, previous_end_s);
+  Simulation simulation(plan, node, options);
+  SimResult r = simulation.run();
+  r.bound = step_bound(plan, node, simulation.previous_step_end_s());
   return r;
 }
 

@@ -40,6 +40,11 @@ struct SimOptions {
   /// Op names in the timeline rows (off in sweeps: the summary, the bound and the events do not
   /// read them; every other row field is filled either way).
   bool record_op_names = true;
+  /// Timeline rows (off in sweeps: their rows need the summary, the bound and the events only).
+  /// Without rows, SimResult::timeline has none and the summary is computed from the plan's ops and
+  /// their simulated times by the same code summarize() runs on rows (traces/summary_core.hpp), so
+  /// it is the same bit for bit; memory and link samples follow their own options.
+  bool record_rows = true;
 };
 
 struct SimResult {

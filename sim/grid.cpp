@@ -458,6 +458,7 @@ GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
   options.record_links = false;
   options.record_memory = false;
   options.record_op_names = false;  // rows need the summary, the bound and the events only
+  options.record_rows = false;
   DecisionRun run = run_decision(gw.scenario.workload, gw.scenario.node, gw.cost, config.workload, p.steps, std::move(d),
                                  options, grid.sim_memo.get());
   const SimOutcome& o = run.outcome;

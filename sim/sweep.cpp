@@ -139,6 +139,7 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
   options.record_links = false;
   options.record_memory = false;
   options.record_op_names = false;  // rows need the summary, the bound and the events only
+  options.record_rows = false;
   std::vector<char> done(mine.size(), 0);
   // Configurations whose decisions are equal (sim/decision_memo.hpp: "auto" resolving to a listed
   // fraction, a fraction of 1 at every chunk size) build, validate and simulate one plan.

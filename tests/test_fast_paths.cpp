@@ -17,6 +17,9 @@
 //    bytes)) = collective_flows of every collective op, on every node and parallel layout kind;
 //  - sim/executor.hpp simulate's memo of max-min rates per set of active flows = a solve at every
 //    event (set_simulate_exhaustive), on random grid configurations and parallel layouts.
+//  - SimOptions::record_rows = false: the summary from the plan's ops and times = summarize on the
+//    rows, the bound and events the same; summarize without sorting lists already in order = with
+//    every list sorted (set_summarize_exhaustive), on simulated, reversed and rank-renumbered rows.
 #include <omp.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "model/analytical.hpp"
 #include "model/error.hpp"
@@ -614,4 +618,110 @@ TEST_CASE("simulate's memo of max-min rates per set of active flows gives the ti
   }
   CHECK(compared >= 40);
   CHECK(capped >= 1);
+}
+
+namespace {
+
+/// Every field of two summaries, bit for bit.
+void check_same_summary(const StepSummary& a, const StepSummary& b) {
+  CHECK(a.step == b.step);
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.compute_time_s == b.compute_time_s);
+  CHECK(a.h2d_time_s == b.h2d_time_s);
+  CHECK(a.comm_time_s == b.comm_time_s);
+  CHECK(a.collective_time_s == b.collective_time_s);
+  CHECK(a.prefetch_stall_s == b.prefetch_stall_s);
+  CHECK(a.h2d_bytes == b.h2d_bytes);
+  CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("simulate without rows gives the summary, bound and events of summarize on its rows; summarize "
+          "without sorting lists already in order equals sorting them all (random configurations of the "
+          "large grid; every node with ring, TP, FSDP, parallel CFG)",
+          "[fast][summarize]") {
+  SimOptions lean;
+  lean.record_links = false;
+  lean.record_memory = false;
+  lean.record_op_names = false;
+  SimOptions rowless = lean;
+  rowless.record_rows = false;
+  int compared = 0, lanes_in_order = 0, lanes = 0, stalled = 0;
+  auto compare = [&](const StepPlan& plan, const NodeSpec& n) {
+    const SimResult with_rows = simulate(plan, n, lean);
+    stalled += with_rows.summary.prefetch_stall_s > 0;  // the field that reads the lanes' order
+    const SimResult without = simulate(plan, n, rowless);
+    CHECK(without.timeline.rows.empty());
+    REQUIRE(with_rows.timeline.rows.size() == plan.ops.size());
+    check_same_summary(without.summary, with_rows.summary);
+    CHECK(without.events == with_rows.events);
+    CHECK(without.bound.bound_step_time_s == with_rows.bound.bound_step_time_s);
+    CHECK(without.bound.binding == with_rows.bound.binding);
+    CHECK(without.bound.link_s == with_rows.bound.link_s);
+    CHECK(without.bound.link_resource == with_rows.bound.link_resource);
+    // The reference: every list sorted. On the rows as simulated (lists nearly always in order)
+    // and reversed (lists out of order: the sorts run), and with the ranks
+    // renumbered sparsely (the per-rank slots by ascending rank, not by index).
+    const Timeline& t = with_rows.timeline;
+    Timeline reversed = t;
+    std::reverse(reversed.rows.begin(), reversed.rows.end());
+    Timeline sparse = t;
+    for (TimelineRow& row : sparse.rows) row.rank = 1000 * row.rank + 7;
+    for (const Timeline* x : std::initializer_list<const Timeline*>{&t, &reversed, &sparse}) {
+      set_summarize_exhaustive(true);
+      const StepSummary all_sorted = summarize(*x);
+      set_summarize_exhaustive(false);
+      check_same_summary(summarize(*x), all_sorted);
+    }
+    check_same_summary(summarize(sparse), summarize(t));  // the same ranks in the same order
+    // The shortcut is taken: a simulated lane in op id order is in (start, end, id) order.
+    for (int r = 0; r < t.ranks; ++r)
+      for (Lane lane : {Lane::compute, Lane::h2d, Lane::comm}) {
+        const TimelineRow* last = nullptr;
+        bool in_order = true, any = false;
+        for (const TimelineRow& row : t.rows) {
+          if (row.rank != r || row.lane != lane) continue;
+          any = true;
+          if (last && std::tie(row.start_s, row.end_s, row.op_id) < std::tie(last->start_s, last->end_s, last->op_id))
+            in_order = false;
+          last = &row;
+        }
+        lanes += any, lanes_in_order += any && in_order;
+      }
+    ++compared;
+  };
+  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
+  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 30, 20261126)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
+    try {
+      compare(build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]), gw.scenario.node);
+    } catch (const InputError&) {
+      continue;  // left out: the budget holds no plan
+    }
+  }
+  for (const std::string& id : node_ids()) {
+    const NodeSpec n = node(id);
+    for (int layout = 0; layout < 4; ++layout) {
+      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
+      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
+      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
+      if (layout == 2) w.fsdp = true;
+      if (layout == 3) w.cfg = CfgMode::parallel;
+      if (gpus_used(w) > n.gpu_count) continue;
+      INFO(id << ", " << layout_text(w));
+      PolicyConfig p = test::policy("chunkflow");
+      p.chunk_bytes = 32 * kMiB;
+      p.resident_fraction = 0.25;
+      try {
+        compare(build_plan(w, n, p), n);
+      } catch (const InputError&) {
+      }
+    }
+  }
+  CHECK(compared >= 30);
+  CHECK(stalled >= 5);
+  INFO(lanes_in_order << " of " << lanes << " simulated lanes in order");
+  CHECK(lanes_in_order * 10 >= lanes * 9);
 }

@@ -97,6 +97,12 @@ struct StepSummary {
 /// (no rows), on steps < 1, when step steps − 1 has no compute op, and on duplicate op ids.
 StepSummary summarize(const Timeline& timeline);
 
+/// For tests: while set, this thread's summarize() (and the simulator's summary without rows,
+/// SimOptions::record_rows) sorts every lane's ops and every list of intervals. Unset (the
+/// default), a list already in order is not sorted: its order is the unique sorted one (lane ops by
+/// (start_s, end_s, op_id), distinct op ids; intervals by (start, end)), unless a time is NaN.
+void set_summarize_exhaustive(bool on);
+
 /// Length in seconds of the union of the intervals [start_s, end_s] (empty or reversed
 /// intervals count 0). Used for lane busy times.
 double union_length_s(std::vector<std::pair<double, double>> intervals_s);
