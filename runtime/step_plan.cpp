@@ -143,8 +143,44 @@ class DepSet {
 }  // namespace
 
 void validate(const StepPlan& plan) {
+  // The checks run in the order the header lists them, and the first violation found is reported
+  // (the same one a check-by-check run over the ops would report). To read the ops (a 1 MiB-chunk
+  // plan holds ~10^5 of them, tens of MB) three times instead of once per check: the first pass
+  // also gathers what later checks read (chunk index, memory balance, last readers), the second
+  // checks lane order and files the chunks, and the third checks weights, slots and collective
+  // groups, keeping the first slot and group violation until the checks before them have passed.
   const int n = static_cast<int>(plan.ops.size());
   DepSet in_list;  // reused: one op's deps or data_deps at a time
+
+  // Flat tables for ranks [0, plan.info.ranks) (maps for any other rank: a broken plan is still
+  // judged, by the same rules). The h2d ops of each (rank, step, block) get a dense index:
+  // (rank · steps + step) · blocks + block for steps [0, plan.info.steps) and blocks of plan.cost
+  // (when that table has at most 2^24 entries), numbers past the table, from a map, for any other.
+  const int table_ranks = std::clamp(plan.info.ranks, 0, 1 << 16);
+  const std::size_t table_steps = std::size_t(std::clamp(plan.info.steps, 0, 1 << 20));
+  const std::size_t table_blocks = plan.cost.blocks.size();
+  std::size_t table_keys = std::size_t(table_ranks) * table_steps * table_blocks;
+  if (table_steps == 0 || table_blocks == 0 || table_keys / table_steps / table_blocks != std::size_t(table_ranks) ||
+      table_keys > (std::size_t(1) << 24))
+    table_keys = 0;
+  std::map<std::tuple<int, int, int>, std::size_t> other_keys;  // keys outside the table → index
+  auto key_in_table = [&](const PlanOp& op) {
+    return table_keys > 0 && op.rank >= 0 && op.rank < table_ranks && op.step >= 0 && std::size_t(op.step) < table_steps &&
+           op.block >= 0 && std::size_t(op.block) < table_blocks;
+  };
+  auto table_index = [&](const PlanOp& op) {
+    return (std::size_t(op.rank) * table_steps + std::size_t(op.step)) * table_blocks + std::size_t(op.block);
+  };
+  auto holds_bytes = [](const PlanOp& op) { return op.kind == OpKind::h2d && std::isfinite(op.src_offset_bytes); };
+  std::vector<int> chunk_begin(table_keys + 1, 0);  // per index, the count of its chunks at [k + 1] (then offsets)
+  std::vector<double> longest_bytes(table_keys, 0.0);
+  std::vector<double> balance_table(std::size_t(table_ranks), 0.0);  // Σ alloc − free per rank
+  std::map<int, double> balance;
+  // Readers of each chunk are compute ops of its rank's FIFO compute lane (or, with FSDP, the one
+  // all-gather of its block on the comm lane), so the last one in issue order is the last to finish.
+  std::vector<int> last_reader(n, -1);
+
+  // Pass 1: ids and dependency lists; gathers the rest.
   bool deps_precede = true;  // every op depends on earlier ops only
   for (const auto& op : plan.ops) {
     if (op.id < 0 || op.id >= n || &plan.ops[op.id] != &op) fail("op ids are not their indices");
@@ -152,16 +188,40 @@ void validate(const StepPlan& plan) {
       if (d < 0 || d >= n || d == op.id) fail(op.name + " depends on a missing op " + std::to_string(d));
       deps_precede = deps_precede && d < op.id;
     }
-    if (op.data_deps.empty()) continue;
     // StepPlan::add lays deps out as the lane predecessors followed by the data deps: when deps
     // ends with data_deps, every data dep is in deps; otherwise each one is looked up.
-    if (op.deps.size() >= op.data_deps.size() &&
-        std::equal(op.data_deps.begin(), op.data_deps.end(), op.deps.end() - std::ptrdiff_t(op.data_deps.size())))
-      continue;
-    in_list.assign(op.deps);
-    for (int d : op.data_deps)
-      if (!in_list.contains(d)) fail(op.name + ": data dep not in deps");
+    if (!op.data_deps.empty() &&
+        !(op.deps.size() >= op.data_deps.size() &&
+          std::equal(op.data_deps.begin(), op.data_deps.end(), op.deps.end() - std::ptrdiff_t(op.data_deps.size())))) {
+      in_list.assign(op.deps);
+      for (int d : op.data_deps)
+        if (!in_list.contains(d)) fail(op.name + ": data dep not in deps");
+    }
+    // Its data deps are ops of the plan now.
+    if (op.kind == OpKind::compute || op.kind == OpKind::collective)
+      for (int d : op.data_deps)
+        if (plan.ops[d].kind == OpKind::h2d) last_reader[d] = std::max(last_reader[d], op.id);
+    if (op.rank >= 0 && op.rank < table_ranks) balance_table[std::size_t(op.rank)] += op.alloc_bytes - op.free_bytes;
+    else balance[op.rank] += op.alloc_bytes - op.free_bytes;
+    if (holds_bytes(op)) {  // else it overlaps nothing
+      std::size_t k;
+      if (key_in_table(op)) {
+        k = table_index(op);
+      } else {
+        const auto [it, added] = other_keys.try_emplace({op.rank, op.step, op.block}, table_keys + other_keys.size());
+        k = it->second;
+        if (added) chunk_begin.push_back(0), longest_bytes.push_back(0.0);
+      }
+      ++chunk_begin[k + 1];
+      longest_bytes[k] = std::max(longest_bytes[k], op.bytes);
+    }
   }
+  const std::size_t keys = table_keys + other_keys.size();
+  auto index_of = [&](const PlanOp& op) -> std::size_t {  // keys when the op's block holds no chunk
+    if (key_in_table(op)) return table_index(op);
+    auto it = other_keys.find({op.rank, op.step, op.block});
+    return it == other_keys.end() ? keys : it->second;
+  };
 
   // Acyclic. When every op depends on earlier ops only (ids ascending along every edge, as
   // StepPlan::add makes them), the id order is a topological order and there is no cycle;
@@ -176,13 +236,14 @@ void validate(const StepPlan& plan) {
     }
   }
 
-  // Lane order: each op depends on the previous op of its (rank, lane), and ops are issued in a
-  // topological order within a rank (the harness enqueues them in that order).
-  // Last op per (rank, lane): a flat table for ranks [0, plan.info.ranks) and the three lanes,
-  // a map for anything else (a broken plan is still judged, by the same rule).
-  const int table_ranks = std::clamp(plan.info.ranks, 0, 1 << 16);
-  std::vector<int> last_on_lane_table(std::size_t(table_ranks) * 3, -1);
+  // Pass 2: lane order: each op depends on the previous op of its (rank, lane), and ops are issued
+  // in a topological order within a rank (the harness enqueues them in that order). Files each
+  // chunk under its index: by_offset[chunk_begin[k], chunk_begin[k + 1]) in id order.
+  std::vector<int> last_on_lane_table(std::size_t(table_ranks) * 3, -1);  // last op per (rank, lane)
   std::map<std::pair<int, Lane>, int> last_on_lane;
+  for (std::size_t k = 0; k < keys; ++k) chunk_begin[k + 1] += chunk_begin[k];
+  std::vector<int> fill(chunk_begin.begin(), chunk_begin.end() - 1);
+  std::vector<int> by_offset(static_cast<std::size_t>(chunk_begin[keys]), 0);
   for (const auto& op : plan.ops) {
     const int lane = int(op.lane);
     const bool in_table = op.rank >= 0 && op.rank < table_ranks && lane >= 0 && lane < 3;
@@ -199,6 +260,7 @@ void validate(const StepPlan& plan) {
     if (!deps_precede)  // else no dependency comes later in issue order
       for (int d : op.deps)
         if (d > op.id && plan.ops[d].rank == op.rank) fail(op.name + " is issued before its dependency " + plan.ops[d].name);
+    if (holds_bytes(op)) by_offset[std::size_t(fill[index_of(op)]++)] = op.id;
   }
 
   // Weights: every compute op of a linear depends on every chunk that holds part of its weights.
@@ -208,84 +270,72 @@ void validate(const StepPlan& plan) {
   // The h2d ops of each (rank, step, block) sorted by source offset, with the longest one's bytes:
   // the chunks that overlap [lo, hi) all start in [lo − longest, hi), found by binary search
   // (O(log c + overlapping) per compute op instead of O(c): small-chunk plans hold hundreds per block).
-  // Each (rank, step, block) gets a dense index: (rank · steps + step) · blocks + block for ranks
-  // [0, plan.info.ranks), steps [0, plan.info.steps) and blocks of plan.cost (when that table has
-  // at most 2^24 entries), numbers past the table, from a map, for anything else (a broken plan is
-  // still judged, by the same rule). Its h2d ops lie in one array, grouped by index (compressed
-  // rows), in id order within a group before the sort by offset.
-  const std::size_t table_steps = std::size_t(std::clamp(plan.info.steps, 0, 1 << 20));
-  const std::size_t table_blocks = plan.cost.blocks.size();
-  std::size_t table_keys = std::size_t(table_ranks) * table_steps * table_blocks;
-  if (table_steps == 0 || table_blocks == 0 || table_keys / table_steps / table_blocks != std::size_t(table_ranks) ||
-      table_keys > (std::size_t(1) << 24))
-    table_keys = 0;
-  std::map<std::tuple<int, int, int>, std::size_t> other_keys;  // keys outside the table → index
-  auto key_in_table = [&](const PlanOp& op) {
-    return table_keys > 0 && op.rank >= 0 && op.rank < table_ranks && op.step >= 0 && std::size_t(op.step) < table_steps &&
-           op.block >= 0 && std::size_t(op.block) < table_blocks;
-  };
-  auto table_index = [&](const PlanOp& op) {
-    return (std::size_t(op.rank) * table_steps + std::size_t(op.step)) * table_blocks + std::size_t(op.block);
-  };
-  auto holds_bytes = [](const PlanOp& op) { return op.kind == OpKind::h2d && std::isfinite(op.src_offset_bytes); };
-  for (const auto& op : plan.ops)  // else it overlaps nothing
-    if (holds_bytes(op) && !key_in_table(op))
-      other_keys.try_emplace({op.rank, op.step, op.block}, table_keys + other_keys.size());
-  const std::size_t keys = table_keys + other_keys.size();
-  auto index_of = [&](const PlanOp& op) -> std::size_t {  // keys when the op's block holds no chunk
-    if (key_in_table(op)) return table_index(op);
-    auto it = other_keys.find({op.rank, op.step, op.block});
-    return it == other_keys.end() ? keys : it->second;
-  };
-  std::vector<int> chunk_begin(keys + 1, 0);  // chunks of index k: by_offset[chunk_begin[k], chunk_begin[k + 1])
-  std::vector<double> longest_bytes(keys, 0.0);
-  std::vector<int> by_offset;
-  {
-    for (const auto& op : plan.ops)
-      if (holds_bytes(op)) {
-        const std::size_t k = index_of(op);
-        ++chunk_begin[k + 1];
-        longest_bytes[k] = std::max(longest_bytes[k], op.bytes);
-      }
-    for (std::size_t k = 0; k < keys; ++k) chunk_begin[k + 1] += chunk_begin[k];
-    std::vector<int> fill(chunk_begin.begin(), chunk_begin.end() - 1);
-    by_offset.resize(std::size_t(chunk_begin[keys]));
-    for (const auto& op : plan.ops)
-      if (holds_bytes(op)) by_offset[std::size_t(fill[index_of(op)]++)] = op.id;
-  }
   auto by_source_offset = [&](int x, int y) { return plan.ops[x].src_offset_bytes < plan.ops[y].src_offset_bytes; };
   for (std::size_t k = 0; k < keys; ++k) {
     const auto first = by_offset.begin() + chunk_begin[k], last = by_offset.begin() + chunk_begin[k + 1];
     if (!std::is_sorted(first, last, by_source_offset)) std::stable_sort(first, last, by_source_offset);
   }
+  // Slots: a slot is refilled only after the op that frees its previous chunk. (rank, slot) → h2d
+  // op now holding it: a flat table for ranks [0, plan.info.ranks) (slots are checked to lie in
+  // [0, slot_count) first), a map for other ranks.
+  const std::size_t table_slots = std::size_t(std::clamp(plan.info.slot_count, 0, 1 << 20));
+  std::vector<int> slot_holder_table;
+  if (table_slots > 0 && std::size_t(table_ranks) * table_slots <= (std::size_t(1) << 24))
+    slot_holder_table.assign(std::size_t(table_ranks) * table_slots, -1);
+  std::map<std::pair<int, int>, int> slot_holder;
+  std::string slot_violation, group_violation;  // the first of each, reported after the checks before them
+  std::map<int, std::set<int>> groups;           // collective group → its ranks
+  // Pass 3: weights, slots and collective groups.
   for (const auto& op : plan.ops) {
-    if (op.kind == OpKind::h2d || op.stage < 0) continue;
-    const std::size_t k = index_of(op);
-    if (k >= keys || chunk_begin[k] == chunk_begin[k + 1]) continue;
-    const BlockCost& block = plan.cost.blocks[op.block];
-    const auto [lo, hi] = stage_weight_range(block, op.stage);  // {0, 0}: reads no chunk
-    if (!(hi > lo)) continue;
-    in_list.assign(op.data_deps);
-    const auto chunks_end = by_offset.begin() + chunk_begin[k + 1];
-    const double from = lo - longest_bytes[k];
-    auto c = std::lower_bound(by_offset.begin() + chunk_begin[k], chunks_end, from,
-                              [&](int id, double v) { return plan.ops[id].src_offset_bytes < v; });
-    int missing = -1;  // the lowest id among the overlapping chunks the op does not wait for
-    for (; c != chunks_end && plan.ops[*c].src_offset_bytes < hi; ++c) {
-      const PlanOp& ch = plan.ops[*c];
-      if (ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(*c) && (missing < 0 || *c < missing)) missing = *c;
+    if (op.kind != OpKind::h2d && op.stage >= 0) {
+      const std::size_t k = index_of(op);
+      if (k < keys && chunk_begin[k] != chunk_begin[k + 1]) {
+        const BlockCost& block = plan.cost.blocks[op.block];
+        const auto [lo, hi] = stage_weight_range(block, op.stage);  // {0, 0}: reads no chunk
+        if (hi > lo) {
+          in_list.assign(op.data_deps);
+          const auto chunks_end = by_offset.begin() + chunk_begin[k + 1];
+          const double from = lo - longest_bytes[k];
+          auto c = std::lower_bound(by_offset.begin() + chunk_begin[k], chunks_end, from,
+                                    [&](int id, double v) { return plan.ops[id].src_offset_bytes < v; });
+          int missing = -1;  // the lowest id among the overlapping chunks the op does not wait for
+          for (; c != chunks_end && plan.ops[*c].src_offset_bytes < hi; ++c) {
+            const PlanOp& ch = plan.ops[*c];
+            if (ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(*c) && (missing < 0 || *c < missing)) missing = *c;
+          }
+          if (missing >= 0)
+            fail(op.name + " does not wait for " + plan.ops[missing].name + ", which holds part of its weights");
+        }
+      }
     }
-    if (missing >= 0) fail(op.name + " does not wait for " + plan.ops[missing].name + ", which holds part of its weights");
+    if (op.kind == OpKind::h2d && slot_violation.empty()) {
+      if (op.slot < 0 || op.slot >= plan.info.slot_count) {
+        slot_violation = op.name + " has no valid slot";
+      } else if (op.bytes > plan.info.slot_bytes + 0.5) {
+        slot_violation = op.name + " is larger than a slot";
+      } else if (last_reader[op.id] < 0) {
+        slot_violation = op.name + " is read by no compute op";
+      } else {
+        int* holder = nullptr;
+        if (!slot_holder_table.empty() && op.rank >= 0 && op.rank < table_ranks) {
+          holder = &slot_holder_table[std::size_t(op.rank) * table_slots + std::size_t(op.slot)];
+        } else {
+          holder = &slot_holder.try_emplace(std::make_pair(op.rank, op.slot), -1).first->second;
+        }
+        const int reader = *holder >= 0 ? last_reader[*holder] : -1;
+        if (*holder >= 0 && std::find(op.data_deps.begin(), op.data_deps.end(), reader) == op.data_deps.end())
+          slot_violation = op.name + " refills slot " + std::to_string(op.slot) + " without waiting for " +
+                           plan.ops[reader].name + ", the last reader of " + plan.ops[*holder].name;
+        *holder = op.id;
+      }
+    }
+    if (op.kind == OpKind::collective && group_violation.empty()) {  // one op per executed rank
+      if (op.collective_group < 0) group_violation = op.name + " belongs to no collective group";
+      else if (!groups[op.collective_group].insert(op.rank).second) group_violation = op.name + ": two ops of one rank in a group";
+    }
   }
 
-  // Memory balances per rank; a slot is refilled only after the op that frees its previous chunk.
-  // Ranks [0, plan.info.ranks) in a flat table, others in a map; judged in rank order.
-  std::vector<double> balance_table(std::size_t(table_ranks), 0.0);
-  std::map<int, double> balance;
-  for (const auto& op : plan.ops) {
-    if (op.rank >= 0 && op.rank < table_ranks) balance_table[std::size_t(op.rank)] += op.alloc_bytes - op.free_bytes;
-    else balance[op.rank] += op.alloc_bytes - op.free_bytes;
-  }
+  // Memory balances per rank, judged in rank order.
   auto check_balance = [](int rank, double b) {
     if (std::abs(b) > 1.0) fail("memory does not balance on rank " + std::to_string(rank) + " (" + std::to_string(b) + " bytes)");
   };
@@ -294,47 +344,8 @@ void validate(const StepPlan& plan) {
   for (int rank = 0; rank < table_ranks; ++rank) check_balance(rank, balance_table[std::size_t(rank)]);
   for (auto [rank, b] : balance)
     if (rank >= table_ranks) check_balance(rank, b);
-  // Readers of each chunk are compute ops of its rank's FIFO compute lane (or, with FSDP, the one
-  // all-gather of its block on the comm lane), so the last one in issue order is the last to finish.
-  std::vector<int> last_reader(n, -1);
-  for (const auto& op : plan.ops)
-    if (op.kind == OpKind::compute || op.kind == OpKind::collective)
-      for (int d : op.data_deps)
-        if (plan.ops[d].kind == OpKind::h2d) last_reader[d] = std::max(last_reader[d], op.id);
-  // (rank, slot) → h2d op now holding it: a flat table for ranks [0, plan.info.ranks) (slots are
-  // checked to lie in [0, slot_count) first), a map for other ranks.
-  const std::size_t table_slots = std::size_t(std::clamp(plan.info.slot_count, 0, 1 << 20));
-  std::vector<int> slot_holder_table;
-  if (table_slots > 0 && std::size_t(table_ranks) * table_slots <= (std::size_t(1) << 24))
-    slot_holder_table.assign(std::size_t(table_ranks) * table_slots, -1);
-  std::map<std::pair<int, int>, int> slot_holder;
-  for (const auto& op : plan.ops) {
-    if (op.kind != OpKind::h2d) continue;
-    if (op.slot < 0 || op.slot >= plan.info.slot_count) fail(op.name + " has no valid slot");
-    if (op.bytes > plan.info.slot_bytes + 0.5) fail(op.name + " is larger than a slot");
-    if (last_reader[op.id] < 0) fail(op.name + " is read by no compute op");
-    int* holder = nullptr;
-    if (!slot_holder_table.empty() && op.rank >= 0 && op.rank < table_ranks) {
-      holder = &slot_holder_table[std::size_t(op.rank) * table_slots + std::size_t(op.slot)];
-    } else {
-      holder = &slot_holder.try_emplace(std::make_pair(op.rank, op.slot), -1).first->second;
-    }
-    if (*holder >= 0) {
-      const int reader = last_reader[*holder];
-      if (std::find(op.data_deps.begin(), op.data_deps.end(), reader) == op.data_deps.end())
-        fail(op.name + " refills slot " + std::to_string(op.slot) + " without waiting for " + plan.ops[reader].name +
-             ", the last reader of " + plan.ops[*holder].name);
-    }
-    *holder = op.id;
-  }
-
-  // Collective groups: one op per executed rank.
-  std::map<int, std::set<int>> groups;
-  for (const auto& op : plan.ops)
-    if (op.kind == OpKind::collective) {
-      if (op.collective_group < 0) fail(op.name + " belongs to no collective group");
-      if (!groups[op.collective_group].insert(op.rank).second) fail(op.name + ": two ops of one rank in a group");
-    }
+  if (!slot_violation.empty()) fail(slot_violation);
+  if (!group_violation.empty()) fail(group_violation);
   for (const auto& [g, ranks] : groups)
     if (int(ranks.size()) != plan.info.ranks) fail("collective group " + std::to_string(g) + " misses ranks");
 }

@@ -549,6 +549,77 @@ TEST_CASE("validate: ranks, steps and blocks outside its flat tables, and depend
   }
 }
 
+TEST_CASE("validate: slot and collective-group violations, each alone and with others, reported in the order "
+          "the checks are listed",
+          "[policy][validate]") {
+  // validate reads the ops in three passes and keeps the first slot and group violation until the
+  // checks listed before them (weights, memory balance) have passed: a plan with several
+  // violations must name the one the listed order puts first, and within a check the op first in
+  // issue order.
+  const auto w = workload("wan2.1-t2v-1.3b", 256, 256, 5, 2);
+  const StepPlan good = build_plan(w, node("2xh100-pcie"), policy("chunkflow", 0.0, 16));
+  REQUIRE(good.info.ranks == 2);
+  REQUIRE_NOTHROW(validate(good));
+  auto verdict = [](const StepPlan& p) -> std::string {
+    try {
+      validate(p);
+      return "valid";
+    } catch (const std::logic_error& e) {
+      return e.what();
+    }
+  };
+  // h2d ops that refill a slot (they wait for its last reader), and collectives, in id order.
+  std::vector<int> refills, collectives;
+  for (const PlanOp& op : good.ops) {
+    if (op.kind == OpKind::h2d && op.data_deps.size() == 1 && good.ops[op.data_deps[0]].kind == OpKind::compute &&
+        op.id >= good.info.slot_count)
+      refills.push_back(op.id);
+    if (op.kind == OpKind::collective) collectives.push_back(op.id);
+  }
+  REQUIRE(refills.size() >= 2);
+  REQUIRE(collectives.size() >= 2);
+  auto no_wait = [&](StepPlan p, int id) {  // the refill no longer waits for the slot's last reader
+    const int reader = p.ops[id].data_deps[0];
+    for (auto* list : {&p.ops[id].data_deps, &p.ops[id].deps}) list->erase(std::find(list->begin(), list->end(), reader));
+    return p;
+  };
+  auto bad_slot = [](StepPlan p, int id) {
+    p.ops[id].slot = p.info.slot_count;
+    return p;
+  };
+  auto too_large = [](StepPlan p) {  // slots smaller than every copy
+    p.info.slot_bytes = 0;
+    return p;
+  };
+  int first_copy = -1;
+  for (const PlanOp& op : good.ops)
+    if (first_copy < 0 && op.kind == OpKind::h2d) first_copy = op.id;
+  auto no_group = [](StepPlan p, int id) {
+    p.ops[id].collective_group = -1;
+    return p;
+  };
+  auto unbalanced = [](StepPlan p) {
+    p.ops.back().free_bytes += 4096;
+    return p;
+  };
+  const std::string first_refill = good.ops[refills[0]].name, second_refill = good.ops[refills[1]].name;
+  CHECK_THAT(verdict(no_wait(good, refills[0])), Catch::StartsWith("invalid StepPlan: " + first_refill + " refills slot"));
+  CHECK_THAT(verdict(bad_slot(good, refills[1])), Catch::Contains(second_refill + " has no valid slot"));
+  CHECK_THAT(verdict(no_group(good, collectives[1])), Catch::Contains(good.ops[collectives[1]].name + " belongs to no collective group"));
+  // Within a check: the op first in issue order, whichever way it breaks the rule.
+  CHECK_THAT(verdict(no_wait(bad_slot(good, refills[1]), refills[0])), Catch::Contains(first_refill + " refills slot"));
+  CHECK_THAT(verdict(bad_slot(no_wait(good, refills[1]), refills[0])), Catch::Contains(first_refill + " has no valid slot"));
+  CHECK_THAT(verdict(no_group(no_group(good, collectives[1]), collectives[0])),
+             Catch::Contains(good.ops[collectives[0]].name + " belongs to no collective group"));
+  // Across checks: memory balance before slots, slots before groups, whatever the ops' order.
+  CHECK_THAT(verdict(unbalanced(no_wait(good, refills[0]))), Catch::Contains("memory does not balance"));
+  CHECK_THAT(verdict(too_large(good)), Catch::Contains(good.ops[first_copy].name + " is larger than a slot"));
+  CHECK_THAT(verdict(unbalanced(too_large(good))), Catch::Contains("memory does not balance"));
+  CHECK_THAT(verdict(no_group(no_wait(good, refills.back()), collectives[0])), Catch::Contains(good.ops[refills.back()].name + " refills slot"));
+  REQUIRE(collectives[0] < refills.back());  // the group violation comes first in issue order
+  CHECK_THAT(verdict(unbalanced(no_group(good, collectives[0]))), Catch::Contains("memory does not balance"));
+}
+
 TEST_CASE("validate: a chunk that holds the weights of two stages must be waited for by both", "[policy][validate]") {
   // Large chunks pack several small tensors: a chunk that starts before a stage's weights and
   // reaches into them is found by validate's offset search (it starts up to one chunk before them).
