@@ -211,8 +211,9 @@ class Simulation {
       if (--pending_deps_[successors_[std::size_t(k)]] == 0) make_ready(successors_[std::size_t(k)]);
   }
 
-  void add_flow(const Topology::Route& route, double bytes, double bound, int owner, bool group) {
-    const int id = solver_.add_flow(route, bound);
+  /// `shape`: the route's solver shape (MaxMinSolver::add_shape), or −1 to add it by its uses.
+  void add_flow(const Topology::Route& route, int shape, double bytes, double bound, int owner, bool group) {
+    const int id = shape >= 0 ? solver_.add_flow_shaped(shape, bound) : solver_.add_flow(route, bound);
     if (std::size_t(id) >= flow_key_.size()) flow_key_.resize(std::size_t(id) + 1), rate_of_id_.resize(std::size_t(id) + 1);
     flow_key_[std::size_t(id)] = {&route, bound};
     flows_.push_back({id, bytes, owner, group, &route, 0.0});
@@ -230,12 +231,19 @@ class Simulation {
   // Owned by the nodes helper (issue 9): how each op becomes flows on the topology's routes.
   void start_flows(int target, bool group) {
     if (!group) {
-      const FlowSpec f = h2d_flow(plan_.ops[target], node_, topology_);
-      add_flow(*f.route, f.bytes, f.bound_bytes_per_s, target, false);
+      const PlanOp& op = plan_.ops[target];
+      const FlowSpec f = h2d_flow(op, node_, topology_);
+      add_flow(*f.route, shape_of(*f.route, h2d_shapes_[std::size_t(op.rank)]), f.bytes, f.bound_bytes_per_s, target, false);
     } else {
       Group& g = groups_[target];
-      for (const FlowSpec& f : collective_flows_.flows(plan_.ops[g.members.front()])) {
-        add_flow(*f.route, f.bytes, f.bound_bytes_per_s, target, true);
+      const std::vector<FlowSpec>& flows = collective_flows_.flows(plan_.ops[g.members.front()]);
+      std::vector<Shape>* shapes = nullptr;  // the shapes of this vector's flows (one per flow)
+      for (auto& [of, s] : collective_shapes_)
+        if (of == &flows) shapes = &s;
+      if (!shapes) shapes = &collective_shapes_.emplace_back(&flows, std::vector<Shape>(flows.size())).second;
+      for (std::size_t k = 0; k < flows.size(); ++k) {
+        const FlowSpec& f = flows[k];
+        add_flow(*f.route, shape_of(*f.route, (*shapes)[k]), f.bytes, f.bound_bytes_per_s, target, true);
         ++g.open_flows;
       }
       if (g.open_flows == 0) {  // P == 1 never plans a collective; kept for robustness
@@ -244,6 +252,18 @@ class Simulation {
       }
     }
     resolve();
+  }
+
+  /// A route's solver shape, registered on first use and kept in `slot` (the route it was made
+  /// for kept beside it); −1 under set_simulate_exhaustive, which adds every flow by its uses.
+  struct Shape {
+    const Topology::Route* route = nullptr;
+    int id = -1;
+  };
+  int shape_of(const Topology::Route& route, Shape& slot) {
+    if (simulate_exhaustive) return -1;
+    if (slot.route != &route) slot = {&route, solver_.add_shape(route)};
+    return slot.id;
   }
 
   void advance_flows(double t) {
@@ -387,6 +407,9 @@ class Simulation {
   std::vector<Group> groups_;
   std::vector<ActiveFlow> flows_;
   std::vector<ActiveFlow> done_;
+  std::vector<Shape> h2d_shapes_ = std::vector<Shape>(std::size_t(std::max(plan_.info.ranks, 0)));  ///< per rank
+  /// Per collective flow vector (CollectiveFlowCache keeps each at one address), its flows' shapes.
+  std::vector<std::pair<const std::vector<FlowSpec>*, std::vector<Shape>>> collective_shapes_;
   std::vector<int> flows_on_resource_;  ///< active flows per solver resource (under-duplex switching)
   std::vector<double> memory_;
   std::vector<int> in_flight_h2d_, in_flight_collective_;  ///< per rank, ops started and not ended

@@ -62,7 +62,9 @@ struct SimResult {
 /// std::logic_error if execution deadlocks (a plan bug).
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options = {});
 
-/// For tests: while set, this thread's simulate() solves the max-min rates at every event. Unset
+/// For tests: while set, this thread's simulate() solves the max-min rates at every event and adds
+/// every flow to the solver by its route's uses (MaxMinSolver::add_flow; unset, once per route as
+/// a shape, MaxMinSolver::add_shape / add_flow_shaped, which gives the solver the same uses). Unset
 /// (the default), a simulation without link samples (SimOptions::record_links false) keeps the
 /// rates of every set of active flows it solved, keyed by each flow's route and cap in the solver's
 /// order, and reuses them when the same set recurs: the solve is a function of exactly that (the

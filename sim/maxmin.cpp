@@ -64,23 +64,26 @@ void MaxMinSolver::set_capacity(int resource, double capacity_bytes_per_s) {
   dirty_ = true;
 }
 
-int MaxMinSolver::add_flow(const std::vector<std::pair<int, double>>& uses, double bound_bytes_per_s,
-                           double weight) {
-  check_flow_parameters(uses, resources_.size(), bound_bytes_per_s, weight, "MaxMinSolver::add_flow");
+void MaxMinSolver::merge_uses(const std::vector<std::pair<int, double>>& uses, std::vector<std::pair<int, double>>& out) {
+  out.reserve(uses.size());
+  for (const auto& [r, a] : uses) {
+    if (a == 0) continue;
+    auto it = std::find_if(out.begin(), out.end(), [r = r](const auto& u) { return u.first == r; });
+    if (it != out.end())
+      it->second += a;
+    else
+      out.emplace_back(r, a);
+  }
+}
+
+int MaxMinSolver::add_merged_flow(const std::vector<std::pair<int, double>>& merged, double bound_bytes_per_s,
+                                  double weight) {
   Flow f;
   if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
     f.uses = std::move(spare_uses_.back());
     spare_uses_.pop_back();
   }
-  f.uses.reserve(uses.size());
-  for (const auto& [r, a] : uses) {
-    if (a == 0) continue;
-    auto it = std::find_if(f.uses.begin(), f.uses.end(), [r = r](const auto& u) { return u.first == r; });
-    if (it != f.uses.end())
-      it->second += a;
-    else
-      f.uses.emplace_back(r, a);
-  }
+  f.uses.assign(merged.begin(), merged.end());
   f.bound_bytes_per_s = bound_bytes_per_s;
   f.weight = weight;
   f.active_pos = static_cast<int>(active_.size());
@@ -89,6 +92,41 @@ int MaxMinSolver::add_flow(const std::vector<std::pair<int, double>>& uses, doub
   active_.push_back(id);
   dirty_ = true;
   return id;
+}
+
+int MaxMinSolver::add_flow(const std::vector<std::pair<int, double>>& uses, double bound_bytes_per_s,
+                           double weight) {
+  check_flow_parameters(uses, resources_.size(), bound_bytes_per_s, weight, "MaxMinSolver::add_flow");
+  Flow f;
+  if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
+    f.uses = std::move(spare_uses_.back());
+    spare_uses_.pop_back();
+  }
+  merge_uses(uses, f.uses);
+  f.bound_bytes_per_s = bound_bytes_per_s;
+  f.weight = weight;
+  f.active_pos = static_cast<int>(active_.size());
+  const int id = static_cast<int>(flows_.size());
+  flows_.push_back(std::move(f));
+  active_.push_back(id);
+  dirty_ = true;
+  return id;
+}
+
+int MaxMinSolver::add_shape(const std::vector<std::pair<int, double>>& uses) {
+  check_flow_parameters(uses, resources_.size(), INFINITY, 1.0, "MaxMinSolver::add_shape");
+  std::vector<std::pair<int, double>> merged;
+  merge_uses(uses, merged);
+  shapes_.push_back(std::move(merged));
+  return static_cast<int>(shapes_.size() - 1);
+}
+
+int MaxMinSolver::add_flow_shaped(int shape, double bound_bytes_per_s, double weight) {
+  if (shape < 0 || static_cast<std::size_t>(shape) >= shapes_.size())
+    throw std::out_of_range("MaxMinSolver::add_flow_shaped: unknown shape id " + std::to_string(shape) + " (" +
+                            std::to_string(shapes_.size()) + " shapes)");
+  check_flow_parameters({}, resources_.size(), bound_bytes_per_s, weight, "MaxMinSolver::add_flow_shaped");
+  return add_merged_flow(shapes_[static_cast<std::size_t>(shape)], bound_bytes_per_s, weight);
 }
 
 void MaxMinSolver::remove_flow(int flow) {

@@ -68,6 +68,18 @@ class MaxMinSolver {
   int add_flow(const std::vector<std::pair<int, double>>& uses,
                double bound_bytes_per_s = INFINITY, double weight = 1.0);
 
+  /// Registers a flow shape for add_flow_shaped: `uses` checked and merged exactly as add_flow
+  /// checks and merges them (same errors: std::out_of_range for an unknown resource id,
+  /// std::invalid_argument for a negative/NaN/infinite coefficient). Returns its id (0, 1, ... in
+  /// registration order); shapes are kept until the solver is destroyed.
+  int add_shape(const std::vector<std::pair<int, double>>& uses);
+
+  /// add_flow(the uses `shape` was registered with, bound_bytes_per_s, weight): the same flow, its
+  /// uses merged once by add_shape instead of at every flow (a simulator starts the same routes
+  /// over and over). Throws std::out_of_range for an unknown shape, std::invalid_argument for a
+  /// non-positive/NaN bound or a non-positive/non-finite weight, as add_flow.
+  int add_flow_shaped(int shape, double bound_bytes_per_s = INFINITY, double weight = 1.0);
+
   /// Deactivates a flow (e.g. its transfer completed). Its rate reads 0 afterwards. Throws
   /// std::out_of_range for an id never returned by add_flow, std::logic_error if already removed.
   void remove_flow(int flow);
@@ -123,6 +135,10 @@ class MaxMinSolver {
     int active_pos = -1;  // index in active_, -1 once removed
   };
 
+  /// The uses of a flow as add_flow keeps them: coefficients of a repeated resource summed, in
+  /// the order each resource first appears, zero coefficients dropped; appended to `out` (empty).
+  static void merge_uses(const std::vector<std::pair<int, double>>& uses, std::vector<std::pair<int, double>>& out);
+  int add_merged_flow(const std::vector<std::pair<int, double>>& merged, double bound_bytes_per_s, double weight);
   void check_resource(int resource) const;
   void check_flow(int flow) const;
   void check_solved() const;
@@ -133,6 +149,7 @@ class MaxMinSolver {
   /// Emptied `uses` buffers of removed flows, kept for the next add_flow (no allocation per flow
   /// once a simulation's peak of flows has been reached).
   std::vector<std::vector<std::pair<int, double>>> spare_uses_;
+  std::vector<std::vector<std::pair<int, double>>> shapes_;  // add_shape's merged uses, by shape id
   bool dirty_ = false;       // flows or capacities changed since the last solve()
   int last_rounds_ = 0;
 

@@ -16,7 +16,8 @@
 //  - sim/flows.hpp CollectiveFlowCache (the executor's and the bound's collective flows per (kind,
 //    bytes)) = collective_flows of every collective op, on every node and parallel layout kind;
 //  - sim/executor.hpp simulate's memo of max-min rates per set of active flows = a solve at every
-//    event (set_simulate_exhaustive), on random grid configurations and parallel layouts.
+//    event (set_simulate_exhaustive), on random grid configurations and parallel layouts; so are
+//    its flows added by route shapes (MaxMinSolver::add_flow_shaped; tests/test_maxmin.cpp too);
 //  - SimOptions::record_rows = false: the summary from the plan's ops and times = summarize on the
 //    rows, the bound and events the same; summarize without sorting lists already in order = with
 //    every list sorted (set_summarize_exhaustive), on simulated, reversed and rank-renumbered rows.

@@ -379,3 +379,68 @@ TEST_CASE("incremental add/remove/set_capacity matches a fresh reference solve e
     }
   }
 }
+
+TEST_CASE("add_flow_shaped gives the rates add_flow gives, bit for bit, through adds and removes; its errors",
+          "[maxmin][fast]") {
+  // Random instances whose flows repeat resources and carry zero coefficients (what merging does),
+  // each flow added by its uses in one solver and by a shape in another, with removals and re-adds
+  // in between so that removed flows' buffers are reused; every rate compared with ==.
+  constexpr unsigned kSeed = 4242;
+  std::mt19937 rng(kSeed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int compared = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Instance in = random_instance(rng);
+    for (Uses& u : in.uses)
+      if (!u.empty() && unit(rng) < 0.4) {
+        u.push_back(u.front());                // a repeated resource: coefficients summed
+        u.emplace_back(u.back().first, 0.0);   // a zero coefficient: dropped
+      }
+    MaxMinSolver plain, shaped;
+    for (double c : in.capacities) plain.add_resource(c), shaped.add_resource(c);
+    std::vector<int> shape_of;
+    for (const Uses& u : in.uses) shape_of.push_back(shaped.add_shape(u));
+    std::vector<int> a, b;
+    auto add = [&](std::size_t f) {
+      a.push_back(plain.add_flow(in.uses[f], in.bounds[f], in.weights[f]));
+      b.push_back(shaped.add_flow_shaped(shape_of[f], in.bounds[f], in.weights[f]));
+    };
+    for (std::size_t f = 0; f < in.uses.size(); ++f) add(f);
+    for (int round = 0; round < 3; ++round) {
+      plain.solve(), shaped.solve();
+      REQUIRE(plain.active_flow_ids().size() == shaped.active_flow_ids().size());
+      for (std::size_t k = 0; k < plain.active_flow_ids().size(); ++k) {
+        const int ia = plain.active_flow_ids()[k], ib = shaped.active_flow_ids()[k];
+        INFO(describe(in) << "\ntrial " << trial << " round " << round << " position " << k);
+        CHECK(plain.rate(ia) == shaped.rate(ib));
+        ++compared;
+      }
+      for (int r = 0; r < int(in.capacities.size()); ++r) CHECK(plain.load(r) == shaped.load(r));
+      // Remove a random half (the same positions in both) and add some flows again.
+      for (std::size_t k = 0; k < a.size();)
+        if (unit(rng) < 0.5) {
+          plain.remove_flow(a[k]), shaped.remove_flow(b[k]);
+          a.erase(a.begin() + std::ptrdiff_t(k)), b.erase(b.begin() + std::ptrdiff_t(k));
+        } else {
+          ++k;
+        }
+      for (std::size_t f = 0; f < in.uses.size(); ++f)
+        if (unit(rng) < 0.3) add(f);
+    }
+  }
+  CHECK(compared > 1000);
+
+  MaxMinSolver s;
+  s.add_resource(10 * GB);
+  CHECK_THROWS_AS(s.add_shape({{1, 1.0}}), std::out_of_range);
+  CHECK_THROWS_AS(s.add_shape({{0, -1.0}}), std::invalid_argument);
+  CHECK_THROWS_AS(s.add_shape({{0, kInf}}), std::invalid_argument);
+  const int shape = s.add_shape({{0, 1.0}, {0, 1.0}});
+  CHECK_THROWS_AS(s.add_flow_shaped(shape + 1), std::out_of_range);
+  CHECK_THROWS_AS(s.add_flow_shaped(-1), std::out_of_range);
+  CHECK_THROWS_AS(s.add_flow_shaped(shape, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(s.add_flow_shaped(shape, kInf, 0.0), std::invalid_argument);
+  const int id = s.add_flow_shaped(shape);
+  s.solve();
+  CHECK(s.rate(id) == 5 * GB);  // coefficient 2 on a 10 GB/s link
+}
