@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <queue>
@@ -309,23 +311,36 @@ class Simulation {
       // The solve reads the active flows in the solver's order, each flow's uses (its route's) and
       // bound, and the capacities, which apply_under_duplex sets from the routes: a set seen before
       // has the rates it had then.
+      const std::vector<int>& active = solver_.active_flow_ids();
       key_.clear();
-      for (int id : solver_.active_flow_ids()) {
+      uint64_t hash = active.size();
+      for (int id : active) {
         const FlowKey& k = flow_key_[std::size_t(id)];
-        key_.append(reinterpret_cast<const char*>(&k.route), sizeof k.route);
-        key_.append(reinterpret_cast<const char*>(&k.bound), sizeof k.bound);
+        key_.push_back(k);
+        uint64_t route_bits = reinterpret_cast<std::uintptr_t>(k.route), bound_bits;
+        std::memcpy(&bound_bits, &k.bound, sizeof bound_bits);
+        hash = (hash ^ route_bits) * 0x9E3779B97F4A7C15ull;
+        hash = (hash ^ bound_bits ^ (hash >> 29)) * 0xBF58476D1CE4E5B9ull;
       }
-      auto it = rate_memo_.find(key_);
-      if (it != rate_memo_.end()) {
-        const std::vector<int>& active = solver_.active_flow_ids();
-        for (std::size_t k = 0; k < active.size(); ++k) rate_of_id_[std::size_t(active[k])] = it->second[k];
+      // Sets with this hash, newest first; a set matches when its keys are equal, entry for entry
+      // (route pointer and the bound's bits, as the byte-string key compared before).
+      auto head = memo_head_.find(hash);
+      for (std::size_t e = head == memo_head_.end() ? kNoEntry : head->second; e != kNoEntry; e = memo_[e].next) {
+        const MemoEntry& m = memo_[e];
+        if (m.count != key_.size() ||
+            (!key_.empty() && std::memcmp(memo_keys_.data() + m.first, key_.data(), key_.size() * sizeof(FlowKey)) != 0))
+          continue;
+        for (std::size_t k = 0; k < active.size(); ++k) rate_of_id_[std::size_t(active[k])] = memo_rate_values_[m.first + k];
         for (auto& f : flows_) f.rate = rate_of_id_[std::size_t(f.solver_id)];
         return;
       }
       topology_.apply_under_duplex(solver_, flows_on_resource_);
       solver_.solve();
-      std::vector<double>& rates = rate_memo_[key_];
-      for (int id : solver_.active_flow_ids()) rates.push_back(solver_.rate(id));
+      const std::size_t entry = memo_.size();
+      memo_.push_back({memo_keys_.size(), key_.size(), head == memo_head_.end() ? kNoEntry : head->second});
+      memo_keys_.insert(memo_keys_.end(), key_.begin(), key_.end());
+      for (int id : active) memo_rate_values_.push_back(solver_.rate(id));
+      memo_head_[hash] = entry;
       for (auto& f : flows_) f.rate = solver_.rate(f.solver_id);
       return;
     }
@@ -425,11 +440,21 @@ class Simulation {
     const Topology::Route* route = nullptr;
     double bound = 0;
   };
+  static_assert(sizeof(FlowKey) == sizeof(const Topology::Route*) + sizeof(double), "compared as bytes: no padding");
   const bool memo_rates_ = !options_.record_links && !simulate_exhaustive;
   std::vector<FlowKey> flow_key_;     ///< per solver flow id
   std::vector<double> rate_of_id_;    ///< per solver flow id, filled from a memo hit
-  std::string key_;                   ///< reused
-  std::unordered_map<std::string, std::vector<double>> rate_memo_;  ///< key: FlowKey bytes in solver order
+  std::vector<FlowKey> key_;          ///< the active flows' keys in solver order (reused)
+  /// A set of active flows solved: its keys at memo_keys_[first, first + count), its rates (solver
+  /// order) at memo_rate_values_[first, ...), the next older set with the same hash.
+  struct MemoEntry {
+    std::size_t first, count, next;
+  };
+  static constexpr std::size_t kNoEntry = ~std::size_t(0);
+  std::vector<MemoEntry> memo_;
+  std::vector<FlowKey> memo_keys_;
+  std::vector<double> memo_rate_values_;
+  std::unordered_map<uint64_t, std::size_t> memo_head_;  ///< hash of a key list -> its newest set
 };
 
 }  // namespace
