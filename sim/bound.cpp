@@ -178,7 +178,11 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   std::vector<double> h2d_after_carry(ranks, 0.0);
   std::vector<const Topology::Route*> h2d_route(ranks, nullptr);
   double copy_lane_s = 0;
+  std::vector<char> read_early(plan.ops.size(), 0);  // per rank below; the entries set are cleared after it
+  std::vector<int> read_early_set;
   for (int r = 0; r < ranks; ++r) {
+    for (int d : read_early_set) read_early[std::size_t(d)] = 0;
+    read_early_set.clear();
     int first_compute = -1, first_collective = -1;
     for (std::size_t i = 0; i < ops[r].size(); ++i) {
       const PlanOp& op = *ops[r][i];
@@ -192,16 +196,15 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     if (first_compute < 0) throw std::logic_error("step_bound: the last step has no compute op on rank " + std::to_string(r));
     // H2D bytes of this rank's step, less what it can hold before E(s−1): its slots and the copies
     // read by its ops before its first collective.
-    std::vector<char> read_early(plan.ops.size(), 0);
     if (first_collective >= 0)
       for (int i = first_compute; i < first_collective; ++i)
         for (int d : ops[r][i]->data_deps)
-          if (plan.ops[d].kind == OpKind::h2d) read_early[d] = 1;
+          if (plan.ops[d].kind == OpKind::h2d) read_early[d] = 1, read_early_set.push_back(d);
     double h2d_bytes = 0, early_bytes = 0, min_rate = kInf;
     int h2d_ops = 0, early_ops = 0;
     for (const PlanOp* op : ops[r]) {
       if (op->kind != OpKind::h2d) continue;
-      h2d_route[r] = h2d_flow(*op, node, topology).route;
+      if (!h2d_route[r]) h2d_route[r] = h2d_flow(*op, node, topology).route;  // the rank's H2D route (sim/flows.hpp)
       h2d_bytes += op->bytes;
       ++h2d_ops;
       if (read_early[op->id]) early_bytes += op->bytes, ++early_ops;
@@ -223,18 +226,25 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   std::vector<double> cumulative_raw_bytes;  // (d) before E(s−1)·C is subtracted, for (f)
   if (previous_step_end_s >= 0) {
     std::vector<double> lane_s(ranks, 0.0);
+    // Per rank: its H2D route (every copy of a rank takes it, sim/flows.hpp h2d_flow) and the fastest
+    // rate a copy has on it, evaluated at its first copy.
+    std::vector<const Topology::Route*> rank_route(static_cast<std::size_t>(ranks), nullptr);
+    std::vector<double> rank_rate(static_cast<std::size_t>(ranks), 0.0);
     std::vector<int> last_compute_id(std::size_t(ranks) * plan.info.steps, -1);
     for (const PlanOp& op : plan.ops)
       if (op.kind == OpKind::compute) last_compute_id[std::size_t(op.rank) * plan.info.steps + op.step] = op.id;
     for (const PlanOp& op : plan.ops) {
       if (op.step > s) continue;
       if (op.kind == OpKind::h2d) {
-        double rate = node.copy_engine_bytes_per_s;
-        for (auto [res, coeff] : *h2d_flow(op, node, topology).route) {
-          cumulative_bytes[res] += coeff * op.bytes;
-          rate = std::min(rate, solver.capacity(res) / coeff);
+        const std::size_t q = std::size_t(op.rank);
+        if (!rank_route[q]) {
+          rank_route[q] = h2d_flow(op, node, topology).route;
+          double rate = node.copy_engine_bytes_per_s;
+          for (auto [res, coeff] : *rank_route[q]) rate = std::min(rate, solver.capacity(res) / coeff);
+          rank_rate[q] = rate;
         }
-        lane_s[op.rank] += node.h2d_latency_s + op.bytes / rate;
+        for (auto [res, coeff] : *rank_route[q]) cumulative_bytes[res] += coeff * op.bytes;
+        lane_s[op.rank] += node.h2d_latency_s + op.bytes / rank_rate[q];
       } else if (op.kind == OpKind::collective && op.rank == 0 &&
                  op.id < last_compute_id[std::size_t(op.rank) * plan.info.steps + op.step]) {
         for (const FlowSpec& f : flow_cache.flows(op))
