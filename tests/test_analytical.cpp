@@ -81,7 +81,7 @@ BlockCost toy_block(double flop, double bytes, double attn_flop, double buffer) 
 
 }  // namespace
 
-TEST_CASE("stage time: linear max(flop/(η·peak), bytes/HBM) + launch; attention flop/(η_attn·peak) + launch; a2a 0") {
+TEST_CASE("stage time: linear max(flop/(η·peak), bytes/HBM) + launch, attention flop/(η_attn·peak) + launch, a2a 0") {
   NodeSpec n = toy_node();
   n.compute_launch_s = 0.5;
   CHECK(stage_compute_time_s(linear(100, 1), n) == Approx(2.0 + 0.5));   // compute-bound: 100/50
@@ -159,7 +159,7 @@ TEST_CASE("with infinite H2D bandwidth the regime is compute-bound and auto R = 
   CHECK(r.auto_resident_fraction == 0);
 }
 
-TEST_CASE("F* is the achieved rate times the link time of a block; it scales with peak and inversely with H2D rate") {
+TEST_CASE("F* is the achieved rate times the link time of a block, it scales with peak and inversely with H2D rate") {
   const ForwardCost f = forward_cost(make("wan2.1-t2v-14b", 480, 832, 81, 2));
   NodeSpec n = node("2xh100-pcie");
   n.compute_launch_s = 0;                 // so that every stage time is FLOPs / (η · peak) exactly

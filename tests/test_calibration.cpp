@@ -194,7 +194,7 @@ TEST_CASE("transfer fit turns size dependent when one alpha-beta line leaves sys
   CHECK(c.fit("d2h")->parameters.count("break_bytes") == 0);
 }
 
-TEST_CASE("coupling uses the paired alone times and stays a retained fraction in (0, 1] (issue 13: the H100 benches fitted d2h 1.138)") {
+TEST_CASE("coupling uses the paired alone times and stays a retained fraction f, 0 < f ≤ 1 (issue 13: the H100 benches fitted d2h 1.138)") {
   // The failure of issue 13, in closed form: the alone sweep's bulk points ran 25 % slow (another
   // moment on a noisy machine), so the concurrent copies look faster than "alone". The paired alone
   // times the bench records beside each concurrent measurement are the true ones.

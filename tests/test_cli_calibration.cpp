@@ -74,7 +74,7 @@ void write_trace(const Timeline& t, const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("compare CLI: identical timelines give zero error; shifting the last step by d gives step_time_error -d/(t+d)") {
+TEST_CASE("compare CLI: identical timelines give zero error, shifting the last step by d gives step_time_error -d/(t+d)") {
   const Scenario s = small_scenario();
   const StepPlan plan = build_plan(s.workload, s.node, s.policy);
   const SimResult r = simulate(plan, s.node);
@@ -194,7 +194,7 @@ TEST_CASE("tune never returns a configuration over the budget, is optimal within
   CHECK_THROWS_AS(tune(s, g, 0.5 * lo), InputError);
 }
 
-TEST_CASE("validate re-simulates runs with their own scenario; runs listed in the calibration's sources are excluded") {
+TEST_CASE("validate re-simulates runs with their own scenario, runs listed in the calibration's sources are excluded") {
   const fs::path dir = tmp_dir("validate");
   // Synthetic "measured" runs: the simulator's own summaries (so uncalibrated error is 0) under a
   // temporary folder (never traces/measured/).

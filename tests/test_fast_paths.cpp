@@ -182,7 +182,7 @@ TEST_CASE("memoised topology registers the resources and routes a fresh Topology
   }
 }
 
-TEST_CASE("every compute op lasts its stage's compute time; sweep options change only the names "
+TEST_CASE("every compute op lasts its stage's compute time, sweep options change only the names "
           "(random configurations of the large grid)", "[fast][simulate]") {
   const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
   int compared = 0;
@@ -292,7 +292,7 @@ int compare_run(const Grid& g, int64_t first, int64_t count) {
 
 }  // namespace
 
-TEST_CASE("the grid's simulation memo gives every row the full path's result (budgets, auto fractions; "
+TEST_CASE("the grid's simulation memo gives every row the full path's result (budgets, auto fractions, "
           "consecutive and random runs)", "[fast][grid]") {
   // Budgets that change no slot and "auto" fractions that resolve to listed ones plan the same ops:
   // those rows come from the memo. Every row is compared with the full path.
@@ -403,8 +403,8 @@ TEST_CASE("run_sweep's decision memo gives every row the full path's result, on 
   }
 }
 
-TEST_CASE("the decision memo: a claimed key makes other threads wait for its outcome; an abandoned "
-          "claim passes to a waiter; hits are counted", "[fast][memo]") {
+TEST_CASE("the decision memo: a claimed key makes other threads wait for its outcome, an abandoned "
+          "claim passes to a waiter, hits are counted", "[fast][memo]") {
   DecisionMemo memo;
   SimOutcome outcome;
   outcome.summary.step_time_s = 0.25;
@@ -440,7 +440,7 @@ TEST_CASE("the decision memo: a claimed key makes other threads wait for its out
 }
 
 TEST_CASE("the decision memo's non-waiting look-up: busy while a claim is held, the decision left "
-          "as it was; the kept outcome once the claim is released", "[fast][memo]") {
+          "as it was, the kept outcome once the claim is released", "[fast][memo]") {
   DecisionMemo memo;
   SimOutcome outcome;
   outcome.ops = 5;
@@ -502,7 +502,7 @@ TEST_CASE("the decision memo's non-waiting look-up: busy while a claim is held, 
 }
 
 TEST_CASE("the collective flow cache gives every collective op collective_flows' flows (every node, "
-          "Ulysses, ring, TP, FSDP, parallel CFG; ops in random order)", "[fast][flows]") {
+          "Ulysses, ring, TP, FSDP, parallel CFG, ops in random order)", "[fast][flows]") {
   std::mt19937 rng(20261125);
   int compared_ops = 0, plans = 0;
   for (const std::string& id : node_ids()) {
@@ -557,7 +557,7 @@ TEST_CASE("the collective flow cache gives every collective op collective_flows'
 }
 
 TEST_CASE("simulate's memo of max-min rates per set of active flows gives the timeline of a solve at every "
-          "event (random configurations of the large grid; every node with ring, TP, FSDP, parallel CFG)",
+          "event (random configurations of the large grid, every node with ring, TP, FSDP, parallel CFG)",
           "[fast][simulate]") {
   SimOptions lean;
   lean.record_links = false;
@@ -638,9 +638,9 @@ void check_same_summary(const StepSummary& a, const StepSummary& b) {
 
 }  // namespace
 
-TEST_CASE("simulate without rows gives the summary, bound and events of summarize on its rows; summarize "
+TEST_CASE("simulate without rows gives the summary, bound and events of summarize on its rows, summarize "
           "without sorting lists already in order equals sorting them all (random configurations of the "
-          "large grid; every node with ring, TP, FSDP, parallel CFG)",
+          "large grid, every node with ring, TP, FSDP, parallel CFG)",
           "[fast][summarize]") {
   SimOptions lean;
   lean.record_links = false;

@@ -30,7 +30,7 @@ std::string scenario_file(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("per-model defaults: Wan sequential CFG, FLUX and HunyuanVideo none; steps of the reference pipelines",
+TEST_CASE("per-model defaults: Wan sequential CFG, FLUX and HunyuanVideo none, steps of the reference pipelines",
           "[generation]") {
   CHECK(default_cfg("wan2.1-t2v-14b") == CfgMode::sequential);
   CHECK(default_cfg("wan2.1-t2v-1.3b") == CfgMode::sequential);
@@ -50,7 +50,7 @@ TEST_CASE("per-model defaults: Wan sequential CFG, FLUX and HunyuanVideo none; s
   }
 }
 
-TEST_CASE("forwards_per_step: 2 with sequential CFG, 1 with none; explicit values override the model's",
+TEST_CASE("forwards_per_step: 2 with sequential CFG, 1 with none, explicit values override the model's",
           "[generation]") {
   Workload w;  // Wan2.1-14B
   w.cfg = CfgMode::none;
@@ -73,7 +73,7 @@ TEST_CASE("denoise_time_s = denoising steps × forwards per step × step time", 
   CHECK(denoise_time_s(w, 1.25) == Approx(40 * 1.25).epsilon(kProductRelTolerance));
 }
 
-TEST_CASE("scenario files: /workload/steps and /workload/cfg; /policy/simulated_steps (steps its former name)",
+TEST_CASE("scenario files: /workload/steps and /workload/cfg, /policy/simulated_steps (steps its former name)",
           "[generation]") {
   const std::string head = R"({"name": "t", "node": "2xh100-pcie", "workload": {"model": "wan2.1-t2v-14b", "height": 480,
     "width": 832, "frames": 17, "ulysses_degree": 2)";
@@ -114,7 +114,7 @@ TEST_CASE("command line: --steps sets the denoising steps, --simulated-steps the
   CHECK_THROWS_WITH(resolve_scenario(o), Catch::StartsWith("--simulated-steps: "));
 }
 
-TEST_CASE("simulate JSON: step_time_s is one forward, denoise_time_s = steps × forwards_per_step × step_time_s; "
+TEST_CASE("simulate JSON: step_time_s is one forward, denoise_time_s = steps × forwards_per_step × step_time_s, "
           "the denoising steps do not change the simulated step",
           "[generation]") {
   ScenarioOptions o;

@@ -31,7 +31,7 @@ TEST_CASE("generation_time_s = text encoding + steps x forwards per step x step 
         Approx(text_encode_time_s(w, n) + 40.0 * step_s + vae_decode_time_s(w, n)).epsilon(1e-12));
 }
 
-TEST_CASE("VAE decode is linear in height x width x frames x batch; text encoding does not see the resolution") {
+TEST_CASE("VAE decode is linear in height x width x frames x batch, text encoding does not see the resolution") {
   const NodeSpec n = node("1xh100-sxm");
   const Workload a = workload("wan2.1-t2v-1.3b", 480, 832, 17, 1);
   Workload b = a;

@@ -37,7 +37,7 @@ const char* kGrid = R"({
 
 }  // namespace
 
-TEST_CASE("grid counts: product = collapsed + invalid + configurations; collapsed by its closed form", "[grid]") {
+TEST_CASE("grid counts: product = collapsed + invalid + configurations, collapsed by its closed form", "[grid]") {
   // 2 models × 2 shapes (the video shape is invalid on FLUX) × 1 node × 1 layout; per workload
   // combination 4 policies × (3 chunks × 2 fractions × 2 lookaheads) = 48 products, of which
   // no-offload keeps 1 (11 collapsed), each baseline 2 × 2 = 4 (8 collapsed), chunkflow all 12.

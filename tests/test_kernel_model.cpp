@@ -106,7 +106,7 @@ TEST_CASE("non-GEMM work is priced inside the existing stages: op ids and stage 
         Approx(bytes_saved / (n.hbm_efficiency * n.hbm_bytes_per_s) + kernels_saved * n.compute_launch_s).epsilon(1e-9));
 }
 
-TEST_CASE("attention FLOPs are 4·B·H·q·kv·hd whatever the kernel; the kernel changes only the rate") {
+TEST_CASE("attention FLOPs are 4·B·H·q·kv·hd whatever the kernel, the kernel changes only the rate") {
   NodeSpec n = node("1xh100-sxm");
   n.compute_launch_s = 0;
   StageCost s;

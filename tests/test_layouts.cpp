@@ -48,7 +48,7 @@ std::vector<const TimelineRow*> collective_rows(const test::Run& r, CollectiveKi
 
 }  // namespace
 
-TEST_CASE("GPUs used = ulysses × ring × tp × (2 with parallel CFG); ranks numbered TP innermost, then Ulysses, ring, CFG",
+TEST_CASE("GPUs used = ulysses × ring × tp × (2 with parallel CFG), ranks numbered TP innermost, then Ulysses, ring, CFG",
           "[layouts]") {
   const Workload w = layout("wan2.1-t2v-14b", 480, 832, 17, 2, 2, 1, false, CfgMode::parallel);
   CHECK(gpus_used(w) == 8);
@@ -116,7 +116,7 @@ TEST_CASE("TP all-reduce volume: two all-reduces of B·S·d per transformer laye
 }
 
 TEST_CASE("FSDP all-gather volume: each rank receives (N−1)/N of every block's weights before it, "
-          "alone α + (N−1)·shard / B on NVSwitch; the gathered copy is freed after the block",
+          "alone α + (N−1)·shard / B on NVSwitch, the gathered copy is freed after the block",
           "[layouts][closed-form]") {
   const NodeSpec n = node("8xh100-sxm");
   const int N = 8;
@@ -155,7 +155,7 @@ TEST_CASE("FSDP all-gather volume: each rank receives (N−1)/N of every block's
         r.plan.info.resident_weight_bytes + r.plan.info.activation_bytes + 2 * cf.blocks[0].weight_bytes + 1);
 }
 
-TEST_CASE("FSDP with TP: FSDP shards each TP shard over the N/T ranks holding it; each rank receives "
+TEST_CASE("FSDP with TP: FSDP shards each TP shard over the N/T ranks holding it, each rank receives "
           "(N/T−1)/(N/T) of its TP shard of every block, alone α + (N/T−1)·shard / B on NVSwitch",
           "[layouts][closed-form]") {
   // PyTorch 2-D parallelism: FSDP over the data/sequence-parallel ranks, TP within (model/workload.hpp
@@ -204,7 +204,7 @@ TEST_CASE("FSDP with TP: FSDP shards each TP shard over the N/T ranks holding it
   CHECK(r.result.summary.peak_memory_bytes < rt.result.summary.peak_memory_bytes);
 }
 
-TEST_CASE("ring vs direct: a ring K/V pass alone takes α + (R−1)·b / B, a direct all-to-all α + (P−1)/P·S / B; "
+TEST_CASE("ring vs direct: a ring K/V pass alone takes α + (R−1)·b / B, a direct all-to-all α + (P−1)/P·S / B, "
           "the attention overlaps the ring, the stage after it waits",
           "[layouts][closed-form]") {
   const NodeSpec n = node("8xh100-sxm");
@@ -244,7 +244,7 @@ TEST_CASE("ring vs direct: a ring K/V pass alone takes α + (R−1)·b / B, a di
   }
 }
 
-TEST_CASE("parallel CFG on NVSwitch: the step is the one-group step plus one gather α + S / B; "
+TEST_CASE("parallel CFG on NVSwitch: the step is the one-group step plus one gather α + S / B, "
           "the denoise time halves against sequential CFG less that gather",
           "[layouts][closed-form]") {
   const NodeSpec n = node("8xh100-sxm");

@@ -119,7 +119,7 @@ TEST_CASE("plans over the op limits are refused before anything is built, naming
   CHECK_THROWS_WITH(build_plan(wl, node, p), Catch::Contains("/policy/chunk_mib"));
 }
 
-TEST_CASE("the fit verdict: fits iff peak ≤ usable memory; the terms name what overflows", "[limits][fit]") {
+TEST_CASE("the fit verdict: fits iff peak ≤ usable memory, the terms name what overflows", "[limits][fit]") {
   const NodeSpec node = chunkflow::node("2xh100-pcie");
   CHECK(usable_gpu_memory_bytes(node) == node.gpu_memory_bytes - kGpuRuntimeReserveBytes);
   // The default fits; no-offload's peak is exactly its resident weights and activations.

@@ -380,7 +380,7 @@ TEST_CASE("incremental add/remove/set_capacity matches a fresh reference solve e
   }
 }
 
-TEST_CASE("add_flow_shaped gives the rates add_flow gives, bit for bit, through adds and removes; its errors",
+TEST_CASE("add_flow_shaped gives the rates add_flow gives, bit for bit, through adds and removes, its errors",
           "[maxmin][fast]") {
   // Random instances whose flows repeat resources and carry zero coefficients (what merging does),
   // each flow added by its uses in one solver and by a shape in another, with removals and re-adds

@@ -219,7 +219,7 @@ TEST_CASE("a synchronous group computes at its slowest GPU: s(1) = 1, s(8) = 727
   CHECK(slowest_gpu_rate(1 << 20) > (1 - w) / (1 - w / 2));
 }
 
-TEST_CASE("a multi-GPU record's GEMM and attention parts are its ranks' cores divided by s(N); one GPU is unchanged") {
+TEST_CASE("a multi-GPU record's GEMM and attention parts are its ranks' cores divided by s(N), one GPU is unchanged") {
   // xDiT's Ulysses-2 and Ulysses-4 FLUX records (no ring, so the stages are the kernel model's
   // per-rank stages unchanged): the GEMM part is Σ (stage − elementwise − launch) / s(N).
   const std::vector<PublishedRecord> all = load_published_records(kDir);

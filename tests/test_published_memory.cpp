@@ -113,7 +113,7 @@ TEST_CASE("diffusers FLUX forward: 16 bf16 activations of d per joint token at t
   CHECK(flux_diffusers_forward_activation_bytes(w) == Approx(16 * 2 * 3072 * joint));
 }
 
-TEST_CASE("Wan pipeline phases: FSDP keeps every expert's fp32 shard and bf16 root; --offload_model frees the DiT before decoding") {
+TEST_CASE("Wan pipeline phases: FSDP keeps every expert's fp32 shard and bf16 root, --offload_model frees the DiT before decoding") {
   const DitArchitecture& a = architecture("wan2.2-t2v-a14b");
   const double params = double(a.params_total()), non_block = double(a.non_block_params);
   SECTION("4 GPUs, --dit_fsdp --t5_fsdp") {

@@ -107,7 +107,7 @@ TEST_CASE("command-line overrides are validated and named by their option", "[sc
   CHECK(s.workload.frames == 1);
 }
 
-TEST_CASE("attention kernel and compile: scenario fields and options set the workload; FA3 only on Hopper", "[scenario]") {
+TEST_CASE("attention kernel and compile: scenario fields and options set the workload, FA3 only on Hopper", "[scenario]") {
   // Defaults: auto (FA3 on Hopper, FA2 elsewhere) and eager.
   const Scenario d = load_scenario(scenario_file(kGood));
   CHECK(d.workload.attention == AttentionKernel::automatic);

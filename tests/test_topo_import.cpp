@@ -124,7 +124,7 @@ TEST_CASE("4x L40S: a shell prompt before the matrix, no NVLink, two GPUs per so
 }
 
 // source: NVIDIA/nccl issue #1439 (8x RTX 3090; legend cut)
-TEST_CASE("8x RTX 3090: a PCIe switch per GPU pair (PIX), PHB between pairs, SYS across sockets; legend cut") {
+TEST_CASE("8x RTX 3090: a PCIe switch per GPU pair (PIX), PHB between pairs, SYS across sockets, legend cut") {
   const std::string text = reference("rtx3090-8gpu-pix-phb-sys-nccl1439.txt");
   const InferredTopology t = infer_topology(parse_topo_matrix(text, "3090.txt"), gpu_spec("rtx3090").nvlink_links);
   CHECK(t.switch_count == 4);
@@ -179,7 +179,7 @@ TEST_CASE("robust reading: CRLF, ANSI colours, spaces for tabs, SOC for SYS, top
   CHECK(n.collective == CollectiveBackend::pcie_proxy);
 }
 
-TEST_CASE("malformed matrices are rejected naming the row and column; nothing is written") {
+TEST_CASE("malformed matrices are rejected naming the row and column, nothing is written") {
   const std::string base = reference("rtx3090-8gpu-pix-phb-sys-nccl1439.txt");
   // Ragged: a row one cell short.
   CHECK(error_of(replace(base, "GPU3    PHB     PHB     PIX      X      SYS     SYS     SYS     SYS",

@@ -111,7 +111,7 @@ TEST_CASE("a direct GPU link is preferred over the host path and named <link>.<a
   CHECK(s.resource_count() == 8);  // no duplex resource for the NVLink
 }
 
-TEST_CASE("route errors: unknown vertex, same endpoints, no path; bad links", "[topology][errors]") {
+TEST_CASE("route errors: unknown vertex, same endpoints, no path, bad links", "[topology][errors]") {
   MaxMinSolver s;
   NodeSpec n = two_gpu_pcie_node();
   n.gpu_count = 3;  // gpu2 exists as a vertex but has no link
@@ -245,7 +245,7 @@ TEST_CASE("8xh100-pcie: P2P under a shared switch (PIX), SHM through host memory
   CHECK(close(s2.rate(f1), uplink / 2));
 }
 
-TEST_CASE("P2P off (RTX 4090) or a pair above p2p_level stages through host memory; NVLink bridge pairs go P2P",
+TEST_CASE("P2P off (RTX 4090) or a pair above p2p_level stages through host memory, NVLink bridge pairs go P2P",
           "[topology][node]") {
   {
     const NodeSpec n = chunkflow::node("4xrtx4090");

@@ -117,7 +117,7 @@ TEST_CASE("NCCL call per kind: API, group size and byte counts in closed form", 
   CHECK_THROWS_AS(nccl_call(f, CollectiveKind::all_gather, 4, S), std::out_of_range);
 }
 
-TEST_CASE("collective groups of each kind partition the ranks; every member names the same group",
+TEST_CASE("collective groups of each kind partition the ranks, every member names the same group",
           "[hw][collectives]") {
   for (const Workload& w : layouts()) {
     INFO(layout_text(w));

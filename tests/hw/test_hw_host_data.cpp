@@ -44,7 +44,7 @@ TEST_CASE("bf16 rounding is round-to-nearest-even and exact on bf16 values", "[h
   for (uint16_t b : {0x0000, 0x3f80, 0x4049, 0xbf00, 0x7f7f}) CHECK(float_to_bf16(bf16_to_float(b)) == b);
 }
 
-TEST_CASE("weights depend only on the seed, not on the thread count; linears are scaled by sqrt(3/k)",
+TEST_CASE("weights depend only on the seed, not on the thread count, linears are scaled by sqrt(3/k)",
           "[hw][host]") {
   const Program p = small_program("no-offload");
   std::vector<std::byte> a(size_t(p.host_weight_bytes)), b(a.size()), c(a.size());
@@ -109,7 +109,7 @@ TEST_CASE("atomic writes leave no partial file on failure", "[hw][report]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("a measured timeline carries op ids, data deps, source and context; step times per step",
+TEST_CASE("a measured timeline carries op ids, data deps, source and context, step times per step",
           "[hw][report]") {
   const Program p = small_program("chunkflow");
   RunTiming t;

@@ -79,7 +79,7 @@ bool reaches(const StepPlan& plan, int op, int before) {
 
 }  // namespace
 
-TEST_CASE("every data dep across lanes becomes exactly one event wait; same-lane deps none", "[hw][lowering]") {
+TEST_CASE("every data dep across lanes becomes exactly one event wait, same-lane deps none", "[hw][lowering]") {
   for (const auto& c : cases()) {
     INFO(label(c));
     const StepPlan plan = make_plan(c);
