@@ -7,9 +7,10 @@ policy's fastest configuration under each budget, and the lower bound of chunkfl
 Usage: /usr/bin/python3 scripts/plot_sweep.py [--wait-for-go] SWEEP.csv OUT.png
 
 --wait-for-go: `chunkflow sweep` starts this script before its sweep, so that importing matplotlib
-(0.3-0.4 s) overlaps the sweep (sim/python_process.hpp). The script then ignores SIGINT (chunkflow
-handles a Ctrl-C), imports, and reads one line from stdin: "go" draws, anything else (end of file
-included: the sweep failed or was interrupted) exits 0 without drawing.
+(0.3-0.4 s) overlaps the sweep (sim/python_process.hpp). The script then ignores SIGINT until told
+to draw (chunkflow handles a Ctrl-C during the sweep), imports, and reads one line from stdin: "go"
+draws, anything else (end of file included: the sweep failed or was interrupted) exits 0 without
+drawing; a missing matplotlib is reported (one line, exit 1) only on "go".
 
 Reads only the CSV that `chunkflow sweep` writes (columns policy, chunk_mib, resident_fraction,
 resident_fraction_auto, step_time_s, peak_memory_bytes; fits and bound_step_time_s when present: configurations
@@ -25,10 +26,21 @@ WAIT_FOR_GO = sys.argv[1:2] == ["--wait-for-go"]
 if WAIT_FOR_GO:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-import matplotlib  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through the finally that removes the temporary image
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    IMPORT_ERROR = None
+except ImportError as e:
+    plt, IMPORT_ERROR = None, e
 
 GIB = 1024.0**3
 REQUIRED = ["policy", "chunk_mib", "resident_fraction", "resident_fraction_auto", "step_time_s", "peak_memory_bytes"]
@@ -120,6 +132,11 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     src, out = argv[1], argv[2]
+    if IMPORT_ERROR is not None:
+        if WAIT_FOR_GO and sys.stdin.readline().strip() != "go":
+            return 0
+        print(f"plot_sweep.py: error: matplotlib: {IMPORT_ERROR}", file=sys.stderr)
+        return 1
 
     # The figure and its axes need no data: with --wait-for-go they are made while the sweep runs.
     fig = plt.figure(figsize=(13, 13))
@@ -127,8 +144,10 @@ def main(argv):
     ax_t_c, ax_m_c = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
     ax_t_r, ax_m_r = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
     ax_budget = fig.add_subplot(grid[2, :])
-    if WAIT_FOR_GO and sys.stdin.readline().strip() != "go":
-        return 0
+    if WAIT_FOR_GO:
+        if sys.stdin.readline().strip() != "go":
+            return 0
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # drawing now: a Ctrl-C stops it
     try:
         rows = read_rows(src)
     except (OSError, ValueError) as e:
@@ -238,4 +257,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except KeyboardInterrupt:  # the temporary image is gone by now (main's finally)
+        sys.exit(130)

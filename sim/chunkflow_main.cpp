@@ -2,6 +2,7 @@
 // Exit codes: 0 ok, 1 runtime failure, 2 bad input (InputError or a command-line error),
 // 128 + signal when SIGINT/SIGTERM stopped a sweep (130 for SIGINT; sim/interrupt.hpp).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -38,6 +39,9 @@ void tune_allocator() {
 
 int main(int argc, char** argv) {
   tune_allocator();
+  // The plotting scripts run as child processes that chunkflow waits for (sim/python_process.hpp);
+  // a parent that started chunkflow with SIGCHLD ignored would make them unwaitable.
+  std::signal(SIGCHLD, SIG_DFL);
   chunkflow::CliContext context;
   for (int i = 0; i < argc; ++i) context.command_line += (i ? " " : "") + std::string(argv[i]);
   std::error_code ec;

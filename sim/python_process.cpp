@@ -6,6 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "sim/interrupt.hpp"
 
 extern char** environ;
 
@@ -37,12 +42,23 @@ int spawn_python(const std::string& script, const std::vector<std::string>& extr
   return rc == 0 ? int(pid) : -1;
 }
 
-/// Waits for pid (through EINTR: a first SIGINT only sets chunkflow's flag); its exit status,
-/// 128 + N for signal N, 127 when it cannot be waited for.
+/// Waits for pid; its exit status, 128 + N for signal N, 127 when it cannot be waited for (a
+/// parent that ignores SIGCHLD: chunkflow's main restores the default). chunkflow's handlers only
+/// set a flag and glibc restarts a blocking waitpid after them, so the wait polls (every 2 ms, on
+/// a ~0.3 s plot) to see the flag: once a SIGINT or SIGTERM is flagged (sim/interrupt.hpp), the
+/// child gets SIGTERM, on which the plotting scripts remove their temporary image and exit.
 int wait_exit_status(int pid) {
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return 127;
+  bool terminated = false;
+  for (;;) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return 127;
+    if (!terminated && interrupt_signal() != 0) {
+      kill(pid, SIGTERM);
+      terminated = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);

@@ -15,14 +15,17 @@ inline constexpr const char* kPlotPython = "/usr/bin/python3";
 
 /// Runs `/usr/bin/python3 script args...` and waits for it. Returns its exit status; 127 when the
 /// interpreter cannot be started, 128 + N when signal N ended it. Standard streams are inherited.
+/// A SIGINT or SIGTERM flagged while it runs (sim/interrupt.hpp) sends it SIGTERM; the caller
+/// checks interrupt_signal() afterwards.
 int run_python(const std::string& script, const std::vector<std::string>& args);
 
 /// A plotting script started ahead of its input: `/usr/bin/python3 script --wait-for-go args...`
-/// with a socket as its standard input. With --wait-for-go the script ignores SIGINT (a terminal's
-/// Ctrl-C is chunkflow's to handle: sim/interrupt.hpp), imports matplotlib, then reads one line
-/// from stdin: "go" draws; anything else (end of file included) exits 0 without drawing. The
-/// script writes its image through a temporary file and a rename, so no partial image is left
-/// whatever happens.
+/// with a socket as its standard input. With --wait-for-go the script ignores SIGINT until it is
+/// told to draw (a terminal's Ctrl-C during the sweep is chunkflow's to handle: sim/interrupt.hpp),
+/// imports matplotlib, then reads one line from stdin: "go" draws; anything else (end of file
+/// included) exits 0 without drawing, and a missing matplotlib is reported only on "go". The script
+/// writes its image through a temporary file and a rename, and removes the temporary file on an
+/// error, SIGINT or SIGTERM; only SIGKILL can leave OUT.tmp.PID.png behind.
 ///
 /// Usage: `PythonPlot p(script, {csv, png});` ... write the CSV ... `int rc = p.draw();`.
 /// Destroying a PythonPlot whose draw() was not called tells the child to exit and reaps it.
@@ -36,7 +39,8 @@ class PythonPlot {
   PythonPlot& operator=(const PythonPlot&) = delete;
 
   /// Tells the child to draw and waits for it. Returns its exit status as run_python does (127
-  /// when it could not be started). Call at most once.
+  /// when it could not be started); a signal flagged meanwhile terminates the child, as in
+  /// run_python. Call at most once.
   int draw();
 
  private:

@@ -156,6 +156,17 @@ done
 check "SIGINT during a sweep: no plot process left" test "$plot_left" -eq 0
 
 # ---- the plot: drawn after the sweep by the interpreter started before it -------------------------
+# Without matplotlib (a stand-in package that fails to import): the sweep's files, one error line
+# from the script once the sweep is done, chunkflow's warning, exit 0.
+mkdir -p "$work/nompl/matplotlib"
+echo 'raise ImportError("matplotlib stand-in for the test")' > "$work/nompl/matplotlib/__init__.py"
+PYTHONPATH="$work/nompl" "$bin" sweep --chunk-mib-list 64 --resident-fractions 0 --out "$work/nomplout" \
+  > "$work/nompl.stdout" 2> "$work/nompl.stderr"
+rc=$?
+check "no matplotlib: the sweep still succeeds (got $rc)" test "$rc" -eq 0
+check "no matplotlib: CSV and JSON, no image" test "$(ls -A "$work/nomplout" | tr '\n' ' ')" = "sweep.csv sweep.json "
+check "no matplotlib: one line from the script, then the warning" \
+  test "$(cut -c1-40 "$work/nompl.stderr")" = "$(printf 'plot_sweep.py: error: matplotlib: matplo\nchunkflow: warning: no plot (scripts/plo')"
 # Any output path works (no shell in between: a quote in the folder name once lost the plot).
 if $py -c "import matplotlib" 2> /dev/null; then
   plot_dir="$work/it's a plot"
@@ -165,6 +176,29 @@ import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$pl
   check "sweep names the plot it wrote" grep -q "sweep.png (" "$work/plot.stdout"
   check "sweep draws with no warning" test ! -s "$work/plot.stderr"
   check "sweep leaves no temporary plot file" test "$(ls -A "$plot_dir" | tr '\n' ' ')" = "sweep.csv sweep.json sweep.png "
+
+  # SIGINT while the plot is drawn (sweep.json is written just before it starts; matplotlib takes
+  # ≥ 0.2 s to draw): exit 130, the sweep's files complete, no image, no temporary file, no process.
+  mkdir -p "$work/intplot"
+  "$bin" sweep --chunk-mib-list 64 --out "$work/intplot" > /dev/null 2> "$work/intplot.stderr" &
+  pid=$!
+  for _ in $(seq 1 3000); do [ -f "$work/intplot/sweep.json" ] && break; sleep 0.01; done
+  running=0
+  kill -0 $pid 2> /dev/null && running=1
+  kill -INT $pid 2> /dev/null
+  wait $pid
+  rc=$?
+  check "SIGINT while drawing: chunkflow was still drawing at the interrupt" test "$running" -eq 1
+  check "SIGINT while drawing: exit 130 (got $rc)" test "$rc" -eq 130
+  check "SIGINT while drawing: says so, and that the CSV and JSON are complete" \
+    grep -q "interrupted while drawing .*sweep.png; .*sweep.csv and .*sweep.json are complete" "$work/intplot.stderr"
+  check "SIGINT while drawing: the CSV and JSON, no image and no temporary file" \
+    test "$(ls -A "$work/intplot" | tr '\n' ' ')" = "sweep.csv sweep.json "
+  plot_left=0
+  for f in /proc/[0-9]*/cmdline; do
+    case "$(tr '\0' ' ' < "$f" 2> /dev/null)" in *"--wait-for-go $work/intplot/sweep.csv"*) plot_left=1 ;; esac
+  done
+  check "SIGINT while drawing: no plot process left" test "$plot_left" -eq 0
 fi
 
 echo "$passes passed, $failures failed"
