@@ -76,14 +76,17 @@ void MaxMinSolver::merge_uses(const std::vector<std::pair<int, double>>& uses, s
   }
 }
 
-int MaxMinSolver::add_merged_flow(const std::vector<std::pair<int, double>>& merged, double bound_bytes_per_s,
-                                  double weight) {
+int MaxMinSolver::add_active_flow(const std::vector<std::pair<int, double>>& uses, bool merged,
+                                  double bound_bytes_per_s, double weight) {
   Flow f;
   if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
     f.uses = std::move(spare_uses_.back());
     spare_uses_.pop_back();
   }
-  f.uses.assign(merged.begin(), merged.end());
+  if (merged)
+    f.uses.assign(uses.begin(), uses.end());
+  else
+    merge_uses(uses, f.uses);
   f.bound_bytes_per_s = bound_bytes_per_s;
   f.weight = weight;
   f.active_pos = static_cast<int>(active_.size());
@@ -97,20 +100,7 @@ int MaxMinSolver::add_merged_flow(const std::vector<std::pair<int, double>>& mer
 int MaxMinSolver::add_flow(const std::vector<std::pair<int, double>>& uses, double bound_bytes_per_s,
                            double weight) {
   check_flow_parameters(uses, resources_.size(), bound_bytes_per_s, weight, "MaxMinSolver::add_flow");
-  Flow f;
-  if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
-    f.uses = std::move(spare_uses_.back());
-    spare_uses_.pop_back();
-  }
-  merge_uses(uses, f.uses);
-  f.bound_bytes_per_s = bound_bytes_per_s;
-  f.weight = weight;
-  f.active_pos = static_cast<int>(active_.size());
-  const int id = static_cast<int>(flows_.size());
-  flows_.push_back(std::move(f));
-  active_.push_back(id);
-  dirty_ = true;
-  return id;
+  return add_active_flow(uses, false, bound_bytes_per_s, weight);
 }
 
 int MaxMinSolver::add_shape(const std::vector<std::pair<int, double>>& uses) {
@@ -126,7 +116,7 @@ int MaxMinSolver::add_flow_shaped(int shape, double bound_bytes_per_s, double we
     throw std::out_of_range("MaxMinSolver::add_flow_shaped: unknown shape id " + std::to_string(shape) + " (" +
                             std::to_string(shapes_.size()) + " shapes)");
   check_flow_parameters({}, resources_.size(), bound_bytes_per_s, weight, "MaxMinSolver::add_flow_shaped");
-  return add_merged_flow(shapes_[static_cast<std::size_t>(shape)], bound_bytes_per_s, weight);
+  return add_active_flow(shapes_[static_cast<std::size_t>(shape)], true, bound_bytes_per_s, weight);
 }
 
 void MaxMinSolver::remove_flow(int flow) {

@@ -138,7 +138,10 @@ class MaxMinSolver {
   /// The uses of a flow as add_flow keeps them: coefficients of a repeated resource summed, in
   /// the order each resource first appears, zero coefficients dropped; appended to `out` (empty).
   static void merge_uses(const std::vector<std::pair<int, double>>& uses, std::vector<std::pair<int, double>>& out);
-  int add_merged_flow(const std::vector<std::pair<int, double>>& merged, double bound_bytes_per_s, double weight);
+  /// Adds an active flow whose uses are `uses` merged by merge_uses (`merged` false) or `uses`
+  /// themselves, already merged (`merged` true: a shape); parameters checked by the caller.
+  int add_active_flow(const std::vector<std::pair<int, double>>& uses, bool merged, double bound_bytes_per_s,
+                      double weight);
   void check_resource(int resource) const;
   void check_flow(int flow) const;
   void check_solved() const;

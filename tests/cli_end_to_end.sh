@@ -14,6 +14,20 @@ check() {  # check NAME CONDITION-COMMAND...
   if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; failures=$((failures + 1)); fi
 }
 py=/usr/bin/python3
+interrupt() {  # interrupt PID: SIGINT to a background chunkflow; sets running (1: it still ran) and rc
+  running=0
+  kill -0 "$1" 2> /dev/null && running=1
+  kill -INT "$1" 2> /dev/null
+  wait "$1"
+  rc=$?
+}
+no_plot_left() {  # no_plot_left CSV: succeeds when no plot process started for CSV (--wait-for-go) is left
+  local f
+  for f in /proc/[0-9]*/cmdline; do
+    case "$(tr '\0' ' ' < "$f" 2> /dev/null)" in *"--wait-for-go $1"*) return 1 ;; esac
+  done
+  return 0
+}
 
 # ---- good input --------------------------------------------------------------------------------
 "$bin" model --json > "$work/model.json"
@@ -134,11 +148,7 @@ fractions=$($py -c "print(','.join(str(round(i * 0.01, 2)) for i in range(60)))"
   --out "$work/int" > "$work/int.stdout" 2> "$work/int.stderr" &
 pid=$!
 sleep 1.5
-running=0
-kill -0 $pid 2> /dev/null && running=1
-kill -INT $pid 2> /dev/null
-wait $pid
-rc=$?
+interrupt $pid
 check "SIGINT during a sweep: the sweep was still running at the interrupt (else make it longer)" test "$running" -eq 1
 check "SIGINT during a sweep: exit 130 (got $rc)" test "$rc" -eq 130
 check "SIGINT during a sweep: prints what completed" grep -q "^interrupted: [0-9]* of 180 configurations completed" "$work/int.stdout"
@@ -149,11 +159,7 @@ check "SIGINT during a sweep: the previous JSON is left as it was" test "$(cat "
 check "SIGINT during a sweep: no temporary or other file left" test "$(ls -A "$work/int" | tr '\n' ' ')" = "sweep.csv sweep.json "
 # The plot's interpreter was started before the sweep (sim/python_process.hpp); chunkflow reaps it
 # before it exits, so none is left waiting or drawing.
-plot_left=0
-for f in /proc/[0-9]*/cmdline; do
-  case "$(tr '\0' ' ' < "$f" 2> /dev/null)" in *"--wait-for-go $work/int/sweep.csv"*) plot_left=1 ;; esac
-done
-check "SIGINT during a sweep: no plot process left" test "$plot_left" -eq 0
+check "SIGINT during a sweep: no plot process left" no_plot_left "$work/int/sweep.csv"
 
 # ---- the plot: drawn after the sweep by the interpreter started before it -------------------------
 # Without matplotlib (a stand-in package that fails to import): the sweep's files, one error line
@@ -183,22 +189,14 @@ import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$pl
   "$bin" sweep --chunk-mib-list 64 --out "$work/intplot" > /dev/null 2> "$work/intplot.stderr" &
   pid=$!
   for _ in $(seq 1 3000); do [ -f "$work/intplot/sweep.json" ] && break; sleep 0.01; done
-  running=0
-  kill -0 $pid 2> /dev/null && running=1
-  kill -INT $pid 2> /dev/null
-  wait $pid
-  rc=$?
+  interrupt $pid
   check "SIGINT while drawing: chunkflow was still drawing at the interrupt" test "$running" -eq 1
   check "SIGINT while drawing: exit 130 (got $rc)" test "$rc" -eq 130
   check "SIGINT while drawing: says so, and that the CSV and JSON are complete" \
     grep -q "interrupted while drawing .*sweep.png; .*sweep.csv and .*sweep.json are complete" "$work/intplot.stderr"
   check "SIGINT while drawing: the CSV and JSON, no image and no temporary file" \
     test "$(ls -A "$work/intplot" | tr '\n' ' ')" = "sweep.csv sweep.json "
-  plot_left=0
-  for f in /proc/[0-9]*/cmdline; do
-    case "$(tr '\0' ' ' < "$f" 2> /dev/null)" in *"--wait-for-go $work/intplot/sweep.csv"*) plot_left=1 ;; esac
-  done
-  check "SIGINT while drawing: no plot process left" test "$plot_left" -eq 0
+  check "SIGINT while drawing: no plot process left" no_plot_left "$work/intplot/sweep.csv"
 fi
 
 echo "$passes passed, $failures failed"

@@ -556,6 +556,50 @@ TEST_CASE("the collective flow cache gives every collective op collective_flows'
   CHECK(compared_ops >= 1000);
 }
 
+namespace {
+
+/// Calls compare(plan, node) on the plans of `count` random configurations of the large grid
+/// (`seed`; a configuration whose memory budget holds no plan is skipped) and, on every built-in
+/// node with the GPUs for it, on FLUX 512² with ring attention 2, TP 2, FSDP and parallel CFG,
+/// planned by each of `policies` at 32 MiB chunks and a resident fraction of 0.25: the sample the
+/// exactness tests of simulate's shortcuts run on.
+template <class Compare>
+void for_sample_plans(int count, unsigned seed, std::initializer_list<const char*> policies, Compare&& compare) {
+  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
+  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, count, seed)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
+    try {
+      compare(build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]), gw.scenario.node);
+    } catch (const InputError&) {
+      continue;  // left out: the budget holds no plan
+    }
+  }
+  for (const std::string& id : node_ids()) {
+    const NodeSpec n = node(id);
+    for (int layout = 0; layout < 4; ++layout) {
+      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
+      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
+      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
+      if (layout == 2) w.fsdp = true;
+      if (layout == 3) w.cfg = CfgMode::parallel;
+      if (gpus_used(w) > n.gpu_count) continue;
+      for (const char* name : policies) {
+        INFO(id << ", " << layout_text(w) << ", " << name);
+        PolicyConfig p = test::policy(name);
+        p.chunk_bytes = 32 * kMiB;
+        p.resident_fraction = 0.25;
+        try {
+          compare(build_plan(w, n, p), n);
+        } catch (const InputError&) {
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("simulate's memo of max-min rates per set of active flows gives the timeline of a solve at every "
           "event (random configurations of the large grid, every node with ring, TP, FSDP, parallel CFG)",
           "[fast][simulate]") {
@@ -586,37 +630,7 @@ TEST_CASE("simulate's memo of max-min rates per set of active flows gives the ti
       }
     ++compared;
   };
-  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
-  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 40, 20261125)) {
-    const GridWorkload& gw = g.workloads[c.workload];
-    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
-    try {
-      compare(build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]), gw.scenario.node);
-    } catch (const InputError&) {
-      continue;  // left out: the budget holds no plan
-    }
-  }
-  for (const std::string& id : node_ids()) {
-    const NodeSpec n = node(id);
-    for (int layout = 0; layout < 4; ++layout) {
-      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
-      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
-      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
-      if (layout == 2) w.fsdp = true;
-      if (layout == 3) w.cfg = CfgMode::parallel;
-      if (gpus_used(w) > n.gpu_count) continue;
-      for (const char* name : {"layerwise", "chunkflow"}) {
-        INFO(id << ", " << layout_text(w) << ", " << name);
-        PolicyConfig p = test::policy(name);
-        p.chunk_bytes = 32 * kMiB;
-        p.resident_fraction = 0.25;
-        try {
-          compare(build_plan(w, n, p), n);
-        } catch (const InputError&) {
-        }
-      }
-    }
-  }
+  for_sample_plans(40, 20261125, {"layerwise", "chunkflow"}, compare);
   CHECK(compared >= 40);
   CHECK(capped >= 1);
 }
@@ -692,35 +706,7 @@ TEST_CASE("simulate without rows gives the summary, bound and events of summariz
       }
     ++compared;
   };
-  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
-  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 30, 20261126)) {
-    const GridWorkload& gw = g.workloads[c.workload];
-    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
-    try {
-      compare(build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]), gw.scenario.node);
-    } catch (const InputError&) {
-      continue;  // left out: the budget holds no plan
-    }
-  }
-  for (const std::string& id : node_ids()) {
-    const NodeSpec n = node(id);
-    for (int layout = 0; layout < 4; ++layout) {
-      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
-      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
-      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
-      if (layout == 2) w.fsdp = true;
-      if (layout == 3) w.cfg = CfgMode::parallel;
-      if (gpus_used(w) > n.gpu_count) continue;
-      INFO(id << ", " << layout_text(w));
-      PolicyConfig p = test::policy("chunkflow");
-      p.chunk_bytes = 32 * kMiB;
-      p.resident_fraction = 0.25;
-      try {
-        compare(build_plan(w, n, p), n);
-      } catch (const InputError&) {
-      }
-    }
-  }
+  for_sample_plans(30, 20261126, {"chunkflow"}, compare);
   CHECK(compared >= 30);
   CHECK(stalled >= 5);
   INFO(lanes_in_order << " of " << lanes << " simulated lanes in order");
