@@ -1,9 +1,18 @@
 """Shared helpers of the chunkflow plotting scripts (matplotlib, Agg backend, atomic PNG writes)."""
 import json
 import os
+import signal
 import sys
 
-import matplotlib
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through save()'s finally, which removes the temporary file
+
+
+# chunkflow sends SIGTERM to a plotting script when it is interrupted (sim/python_process.hpp).
+signal.signal(signal.SIGTERM, _terminated)
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402,F401
