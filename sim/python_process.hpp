@@ -1,9 +1,10 @@
 #pragma once
 // The plotting scripts (scripts/plot_*.py) run as child processes of /usr/bin/python3, started
 // with posix_spawn (no shell: any path is passed through as it is). Importing matplotlib costs
-// 0.3-0.4 s on a laptop-class core, as long as the whole default sweep, so the sweep's plot is
-// started *before* the sweep: the child imports matplotlib while the sweep runs and draws once
-// the parent tells it that the CSV is complete (PythonPlot below).
+// 0.3-0.4 s on the 2-core development machine (2026-11-25), longer than the whole default sweep
+// (0.20 s on 2 threads), so the sweep's plot is started *before* the sweep: the child imports
+// matplotlib while the sweep runs and draws once the parent tells it that the CSV is complete
+// (PythonPlot below).
 #include <string>
 #include <vector>
 
