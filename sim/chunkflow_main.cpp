@@ -1,6 +1,7 @@
 // chunkflow: predicts what an offload policy does to step time and GPU memory (simulator side).
 // Exit codes: 0 ok, 1 runtime failure, 2 bad input (InputError or a command-line error),
-// 128 + signal when SIGINT/SIGTERM stopped a sweep (130 for SIGINT; sim/interrupt.hpp).
+// killed by the signal itself when SIGINT/SIGTERM stopped a sweep (a shell reports 130 for SIGINT,
+// 143 for SIGTERM; sim/interrupt.hpp).
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -35,6 +36,20 @@ void tune_allocator() {
 #endif
 }
 
+/// Ends the process by `sig` itself, after the standard streams are flushed: the default action is
+/// restored and the signal raised. A shell then sees a child killed by SIGINT and stops a loop of
+/// chunkflow calls (bash's "wait and cooperative exit"), which a normal exit with status 130 does
+/// not tell it; `$?` is 128 + sig either way. Returns 128 + sig only if the signal did not end the
+/// process.
+int end_by_signal(int sig) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+  return 128 + sig;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,7 +81,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   } catch (const chunkflow::Interrupted& e) {
     std::cerr << "chunkflow: " << e.what() << "\n";
-    return 128 + e.signal();
+    return end_by_signal(e.signal());
   } catch (const chunkflow::InputError& e) {
     std::cerr << "chunkflow: error: " << e.what() << "\n";
     return 2;

@@ -161,6 +161,21 @@ check "SIGINT during a sweep: no temporary or other file left" test "$(ls -A "$w
 # before it exits, so none is left waiting or drawing.
 check "SIGINT during a sweep: no plot process left" no_plot_left "$work/int/sweep.csv"
 
+# A Ctrl-C (SIGINT to the whole process group) stops a shell loop of chunkflow calls: chunkflow ends
+# by the signal itself, so the shell (bash's wait-and-cooperative-exit) does not start the next call,
+# as it would after a plain exit with status 130. The loop's shell gets its own session and SIGINT at
+# its default (a background job of this script starts with SIGINT ignored, which a shell cannot undo).
+$py -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.setsid(); os.execvp("bash", sys.argv[1:])' \
+  bash -c 'for i in 1 2 3; do echo "$i" >> "$1"; "$2" sweep --policies chunkflow --chunk-mib-list 1,2,4 \
+    --resident-fractions "$3" --threads 1 --no-plot --out "$4" > /dev/null 2>&1; done' \
+  loop "$work/loop.log" "$bin" "$fractions" "$work/loop" &
+loop_pid=$!
+sleep 1.5
+kill -INT -- "-$loop_pid" 2> /dev/null
+wait $loop_pid
+check "SIGINT to a shell loop of chunkflow calls stops the loop (calls started: $(wc -l < "$work/loop.log"))" \
+  test "$(wc -l < "$work/loop.log")" -eq 1
+
 # ---- the plot: drawn after the sweep by the interpreter started before it -------------------------
 # Without matplotlib (a stand-in package that fails to import): the sweep's files, one error line
 # from the script once the sweep is done, chunkflow's warning, exit 0.
