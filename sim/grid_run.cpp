@@ -84,8 +84,12 @@ struct Block {
   std::vector<GridConfig> configs;
 };
 
-/// Cuts the configurations from `start` on into blocks of `block_size` and gives each to the rank
+/// Cuts the configurations from `start` on into blocks of at most `block_size` consecutive ones of
+/// one workload (a block ends where the grid's next workload begins) and gives each to the rank
 /// with the least estimated cost so far (ties: the lowest rank). Every rank makes the same cuts.
+/// One thread then runs a workload's configurations together: the chunkflow planner keeps its
+/// planners and estimates per thread (runtime/policy_chunkflow.cpp cached_planner), so blocks of one
+/// workload spread over threads would each compute them again.
 class BlockAssigner {
  public:
   BlockAssigner(const Grid& grid, int64_t start, int ranks, int64_t block_size)
@@ -94,9 +98,16 @@ class BlockAssigner {
     Block b;
     b.id = next_id_;
     while (int64_t(b.configs.size()) < block_size_) {
-      const auto c = cursor_.next();
+      std::optional<GridConfig> c = std::move(held_);
+      held_.reset();
+      if (!c) c = cursor_.next();
       if (!c) break;
-      if (c->index >= start_) b.configs.push_back(*c);
+      if (c->index < start_) continue;
+      if (!b.configs.empty() && c->workload != b.configs.front().workload) {
+        held_ = c;  // the next block's first
+        break;
+      }
+      b.configs.push_back(*c);
     }
     if (b.configs.empty()) return std::nullopt;
     ++next_id_;
@@ -109,6 +120,7 @@ class BlockAssigner {
 
  private:
   GridCursor cursor_;
+  std::optional<GridConfig> held_;  ///< read past the end of the last block
   int64_t start_, block_size_, next_id_ = 0;
   std::vector<double> load_;
 };
@@ -251,7 +263,9 @@ bool run_blocks(const Grid& grid, int64_t start, int64_t block_size, int threads
 }
 
 int64_t block_size_for(int64_t configs, int ranks, int threads) {
-  return std::clamp<int64_t>(configs / (int64_t(ranks) * threads * 16), 1, 16);
+  // At least 16 blocks per worker (balance at the end of a run); at most 4096 configurations per block
+  // (the rows a block holds in memory).
+  return std::clamp<int64_t>(configs / (int64_t(ranks) * threads * 16), 1, 4096);
 }
 
 int worker_threads(int requested) { return requested > 0 ? requested : std::max(1, omp_get_max_threads()); }
