@@ -74,19 +74,21 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
 PlanDecision decide_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config);
 
 /// Drops the chunkflow planners this thread keeps between plans (runtime/policy_chunkflow.cpp keeps
-/// the four most recent (workload, node, simulated steps, chunk size) inputs with the residencies
+/// the eight most recent (workload, node, simulated steps, chunk size) inputs with the residencies
 /// and estimates they computed): the next chunkflow plan is made by a fresh planner. Plans are the
-/// same either way; for tests and to return the memory (≤ 4 × 32 MiB of estimates per thread).
+/// same either way; for tests and to return the memory (≤ 128 MiB of estimates per thread).
 void clear_chunkflow_planner_cache();
 
 /// This thread's counts since it started: plans that found their planner kept or made a new one,
 /// (placement, slot count) estimates that were found kept or computed, of the kept ones those
-/// taken from another (fraction, placement) whose chunks are the same, and the closed-loop passes
-/// the computed ones ran (Planner::run_pass, lazy and eager alike).
+/// taken from another (fraction, placement) whose chunks are the same, the estimates "auto" did
+/// not need because their copy volume alone rules them out (Planner::volume_bound_s), and the
+/// closed-loop passes the computed ones ran (Planner::run_pass, lazy and eager alike).
 struct PlannerCacheStats {
   int64_t planner_hits = 0, planner_misses = 0;
   int64_t estimate_hits = 0, estimate_misses = 0;
   int64_t estimate_shared = 0;
+  int64_t estimate_bounded = 0;
   int64_t passes = 0;
 };
 PlannerCacheStats chunkflow_planner_cache_stats();

@@ -79,6 +79,9 @@ constexpr double kOverrunBytes = 512 * 1024;
 constexpr std::size_t kSlackWalkChunks = 256;
 /// "auto" residency accepts a plan whose estimate is within this factor of the critical path.
 constexpr double kAutoWithinBound = 1.02;
+/// "auto" skips a placement whose copy-volume lower bound exceeds that bound by more than this
+/// (relative; Planner::plan_fraction): ten times the margin by which a placement must beat another.
+constexpr double kAutoSkipMargin = 1e-5;
 
 /// How copies treat a collective window: one treatment for every window of a plan (the first four),
 /// or per window, by the copy's slack (Planner::run): per_window: each copy that meets a window
@@ -157,6 +160,10 @@ class Planner {
       gathered_bytes_ = std::max(gathered_bytes_, gathered[b] + gathered[(b + 1) % gathered.size()]);
     copy_alone_bytes_per_s_ = link_.copy_alone_bytes_per_s();
     init_mode_rates();
+    copy_fastest_bytes_per_s_ = copy_alone_bytes_per_s_;
+    for (const ModeRates& r : mode_rates_)
+      for (const Shares& sh : r.shares)
+        copy_fastest_bytes_per_s_ = std::max({copy_fastest_bytes_per_s_, sh.capped.copy_bytes_per_s, sh.uncapped.copy_bytes_per_s});
     stall_free_ = run({}, 0, WindowMode::yield, {}, {}, {});
     stall_free_.program_start_s = scratch_.start_s;  // per_window's prediction when nothing else is feasible
     critical_path_s_ = stall_free_.step_time_s;
@@ -939,7 +946,14 @@ class Planner {
   /// when none fits. Residencies, chunks and estimates are kept (memo_): configurations that differ
   /// only in budget or lookahead often give a placement the same slot count, and "auto" tries the
   /// fractions the explicit ones did.
-  std::optional<Choice> plan_fraction(const PolicyConfig& config, double fraction) const {
+  /// With `auto_search` ("auto" looking for a fraction within kAutoWithinBound of the critical path),
+  /// a placement whose volume_bound_s exceeds that bound by more than kAutoSkipMargin is not
+  /// estimated (`*skipped` is set): its estimate would exceed the bound by more than the 1e-6 by which
+  /// a placement must beat the best so far, so it is never the best of a fraction within the bound,
+  /// and every placement within the bound beats it. The result then differs from the full one only
+  /// when the fraction is not within the bound (decide() searches again in full when it needs those).
+  std::optional<Choice> plan_fraction(const PolicyConfig& config, double fraction, bool auto_search = false,
+                                      bool* skipped = nullptr) const {
     std::optional<Choice> best;
     for (Placement placement : {Placement::prefix, Placement::strided, Placement::balanced}) {
       const Placed& placed = placed_at(fraction, placement);
@@ -956,6 +970,12 @@ class Planner {
       c.slot_bytes = placed.slot_bytes;
       c.slot_count = slots(config, c.residency, ch, c.slot_bytes);
       if (c.slot_count < 1) continue;
+      if (auto_search && !planner_exhaustive &&
+          volume_bound_s(placed, c.slot_count) * (1 - 1e-9) > kAutoWithinBound * critical_path_s_ * (1 + kAutoSkipMargin)) {
+        ++planner_cache_stats.estimate_bounded;
+        *skipped = true;
+        continue;
+      }
       c.estimate = estimate_at(placed, ch, c.slot_count);
 
       if (!c.estimate.feasible) continue;
@@ -996,14 +1016,22 @@ class Planner {
       std::optional<Choice> fastest;
       const std::vector<double> fractions = auto_fractions(config);
       std::size_t fastest_at = 0;
-      for (std::size_t k = 0; k < fractions.size(); ++k) {
-        auto c = plan_fraction(config, fractions[k]);
-        if (!c) continue;
-        if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
-          choice = std::move(c);
-          break;
+      // First with placements the copy volume rules out skipped (plan_fraction): the fraction
+      // chosen within the bound is the same. When none is, the fastest is wanted: search in full.
+      for (bool skip : {true, false}) {
+        bool skipped = false;
+        fastest.reset();
+        fastest_at = 0;
+        for (std::size_t k = 0; k < fractions.size(); ++k) {
+          auto c = plan_fraction(config, fractions[k], skip, &skipped);
+          if (!c) continue;
+          if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
+            choice = std::move(c);
+            break;
+          }
+          if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c), fastest_at = k;
         }
-        if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c), fastest_at = k;
+        if (choice || !skipped) break;
       }
       // None within reach of the bound: the fastest fraction's neighbours on the tried grid are
       // up to 0.1 away; try the midpoints on either side (ties: the one tried first).
@@ -1052,9 +1080,31 @@ class Planner {
     Residency residency;
     std::vector<Chunk> chunks;
     double slot_bytes = 0;
+    std::vector<double> step_prefix_bytes;  ///< bytes of a step's first k chunks, k = 0..n (volume_bound_s)
+    bool compute_readers = true;            ///< every chunk's last reader is a compute op
     std::pair<double, int> key;     ///< its own (fraction, placement)
     std::pair<double, int> shares;  ///< the first (fraction, placement) made with the same chunks (itself if none)
   };
+  /// A lower bound on the step time of every closed-loop pass (so of best_schedule's estimate) over
+  /// `placed`'s chunks with `slot_count` slots, from the copy volume of the last simulated step s
+  /// (0: no bound; with a chunk some collective reads last, FSDP's all-gathers, there is none).
+  /// Every compute op of step s starts after E_{s−1}, the end of step s−1's last compute op (one
+  /// compute lane, in order), and the step time is E_s − E_{s−1}. Step s's chunks land by E_s (each
+  /// before its readers, compute ops of step s). Its piece k from the S-th on waits for the slot of
+  /// piece k − S, a piece of step s too, whose last reader ends after E_{s−1}: so at most S of its
+  /// pieces, within its first min(S, n) chunks, move before E_{s−1}. The rest, at least the step's
+  /// bytes V_s less those chunks' bytes B_S, in at least n − S pieces each paying the H2D latency,
+  /// move after it on the one copy lane at most at the fastest rate a copy gets (alone or beside any
+  /// collective, in any window mode): E_s − E_{s−1} ≥ (V_s − B_S) / r_max + max(0, n − S)·latency.
+  /// With one simulated step, E_{−1} = 0 and nothing moves before it.
+  double volume_bound_s(const Placed& placed, int slot_count) const {
+    if (!placed.compute_readers || placed.step_prefix_bytes.size() < 2) return 0;
+    const std::size_t n = placed.step_prefix_bytes.size() - 1;  // chunks per step
+    const std::size_t before = steps_ >= 2 ? std::min(n, std::size_t(std::max(slot_count, 0))) : 0;
+    return (placed.step_prefix_bytes[n] - placed.step_prefix_bytes[before]) / copy_fastest_bytes_per_s_ +
+           double(n - before) * node_.h2d_latency_s;
+  }
+
   const Placed& placed_at(double fraction, Placement placement) const {
     const std::pair<double, int> key{fraction, static_cast<int>(placement)};
     auto it = placed_.find(key);
@@ -1063,6 +1113,11 @@ class Planner {
     p.residency = residency(fraction, placement);
     p.chunks = chunks(p.residency);
     for (const Chunk& x : p.chunks) p.slot_bytes = std::max(p.slot_bytes, x.bytes);
+    p.step_prefix_bytes.push_back(0);
+    for (const Chunk& x : p.chunks) {
+      if (x.step == 0) p.step_prefix_bytes.push_back(p.step_prefix_bytes.back() + x.bytes);
+      if (layout_.at(x.last_reader % n_).collective) p.compute_readers = false;
+    }
     p.key = p.shares = key;
     // best_schedule reads the chunks and the slot count alone: placements (or fractions) that cut
     // the same chunks (nothing resident in any placement, a prefix that tensor alignment rounds to
@@ -1122,6 +1177,7 @@ class Planner {
   };
   mutable Scratch scratch_;
   double copy_alone_bytes_per_s_ = 0;
+  double copy_fastest_bytes_per_s_ = 0;  ///< the fastest rate any copy gets (alone, or in any window mode)
   mutable std::map<std::pair<double, int>, Placed> placed_;
   mutable std::map<std::tuple<double, int, int>, Estimate> estimates_;
   mutable double kept_bytes_ = 0;

@@ -380,7 +380,25 @@ TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive plann
         }
   }
   CHECK(compared >= 40 + 12);
+  // "auto" (Planner::decide skips placements whose copy volume alone rules them out, then searches
+  // in full when no fraction is within the bound): configurations of the large grid drawn until 40
+  // are "auto", each also at one and three simulated steps (the bound's E_{-1} = 0 case, and a last
+  // step that follows two).
+  int autos = 0;
+  for (const GridConfig& c : random_grid_configs(g, 4000, 20261126)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    PolicyConfig p = g.policies[c.policy];
+    if (p.policy != "chunkflow" || p.resident_fraction || autos == 40) continue;
+    ++autos;
+    for (int steps : {p.steps, 1, 3}) {
+      p.steps = steps;
+      INFO("configuration " << c.index << ": " << gw.scenario.name << ", auto, " << steps << " simulated steps");
+      compare(gw.scenario.workload, gw.scenario.node, p);
+    }
+  }
+  CHECK(autos == 40);
   CHECK(chunkflow_planner_cache_stats().estimate_shared > before.estimate_shared);  // the sharing was exercised
+  CHECK(chunkflow_planner_cache_stats().estimate_bounded > before.estimate_bounded + 20);  // and the volume bound
 }
 
 TEST_CASE("at equal memory, chunkflow's best plan is no slower than every baseline's", "[policy]") {
