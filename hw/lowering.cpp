@@ -237,7 +237,7 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
     o.rank = op.rank;
     o.step = op.step;
     o.block = op.block;
-    o.data_deps = op.data_deps;
+    o.data_deps.assign(op.data_deps.begin(), op.data_deps.end());
     o.bytes = op.bytes;
     o.flop = op.flop;
     if (op.rank < 0 || op.rank >= p.ranks)
@@ -423,7 +423,7 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
   // ---- Stream and event mapping ----------------------------------------------------------------
   for (auto& o : p.ops) {
     const auto& op = plan.ops[size_t(o.id)];
-    std::vector<int> all = op.deps;
+    std::vector<int> all(op.deps.begin(), op.deps.end());
     all.insert(all.end(), op.data_deps.begin(), op.data_deps.end());
     for (int d : all) {
       if (d < 0 || size_t(d) >= n_ops) throw std::logic_error("op " + op.name + ": dependency outside the plan");

@@ -19,7 +19,7 @@ namespace {
 /// scanned pairwise in place; a long one (an op of a 1 MiB-chunk plan reads hundreds of copies) is
 /// first checked in a sorted copy, kept in a per-thread buffer so that no call allocates for it,
 /// and rebuilt only when it has repeats: O(d log d) instead of the O(d²) scan, the same result.
-void dedupe_in_place(std::vector<int>& xs) {
+void dedupe_in_place(OpIds& xs) {
   if (xs.size() < 2) return;
   if (xs.size() <= 16) {
     std::size_t kept = 0;
@@ -34,7 +34,7 @@ void dedupe_in_place(std::vector<int>& xs) {
   sorted.assign(xs.begin(), xs.end());
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return;  // no repeats
-  std::vector<int> kept;
+  OpIds kept;
   kept.reserve(xs.size());
   std::vector<bool> seen;
   const int lo = sorted.front();
@@ -117,7 +117,7 @@ namespace {
 /// asks about each of them: O(d log d) per op instead of O(d²)). Same answers either way.
 class DepSet {
  public:
-  void assign(const std::vector<int>& ids) {
+  void assign(const OpIds& ids) {
     ids_ = &ids;
     long_ = ids.size() > kScan;
     in_place_ = long_ && std::is_sorted(ids.begin(), ids.end());  // already ascending: no copy
@@ -134,7 +134,7 @@ class DepSet {
 
  private:
   static constexpr std::size_t kScan = 16;
-  const std::vector<int>* ids_ = nullptr;
+  const OpIds* ids_ = nullptr;
   bool long_ = false;
   bool in_place_ = false;
   std::vector<int> sorted_;

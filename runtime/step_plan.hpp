@@ -2,6 +2,7 @@
 // StepPlan: the DAG of ops that a policy emits and both executors (sim/, hw/) run.
 // Dependencies include lane order (each lane is FIFO, like a CUDA stream), so the graph alone
 // says what may start when. Ops appear in `ops` in issue order; ids are indices into `ops`.
+#include <boost/container/small_vector.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <string>
 #include <utility>
@@ -11,6 +12,11 @@
 #include "runtime/plan_vocabulary.hpp"
 
 namespace chunkflow {
+
+/// An op's dependency ids, in order: up to four held in the op itself, more on the heap
+/// (Boost.Container's small_vector). Nearly every op has at most four, so building a plan of n ops
+/// allocates nothing per op for them (two heap blocks per op as std::vector).
+using OpIds = boost::container::small_vector<int, 4>;
 
 struct PlanOp {
   int id = 0;
@@ -34,8 +40,8 @@ struct PlanOp {
   /// its rate (shared/DESIGN.md "Policies"); the simulator executes it as the flow's bound in the
   /// max-min solver, the hardware harness by pacing sub-chunks.
   double rate_cap_bytes_per_s = 0;
-  std::vector<int> deps;       ///< all predecessors, lane order included
-  std::vector<int> data_deps;  ///< the subset that is not lane order (what the op waits on)
+  OpIds deps;       ///< all predecessors, lane order included
+  OpIds data_deps;  ///< the subset that is not lane order (what the op waits on)
 };
 
 /// Resolved policy parameters of a plan (what the executors and reports need).

@@ -55,7 +55,7 @@ struct PlanRows {
   double start_s(std::size_t i) const { return start_s_of[std::size_t(plan.ops[i].id)]; }
   double end_s(std::size_t i) const { return end_s_of[std::size_t(plan.ops[i].id)]; }
   double bytes(std::size_t i) const { return plan.ops[i].bytes; }
-  const std::vector<int>& deps(std::size_t i) const { return plan.ops[i].data_deps; }
+  const OpIds& deps(std::size_t i) const { return plan.ops[i].data_deps; }
 };
 
 struct ActiveFlow {
@@ -389,7 +389,7 @@ class Simulation {
         row.end_s = end_s_[op.id];
         row.bytes = op.bytes;
         row.flop = op.flop;
-        row.deps = op.data_deps;
+        row.deps.assign(op.data_deps.begin(), op.data_deps.end());
         t.rows.push_back(std::move(row));
       }
     }

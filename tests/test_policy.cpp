@@ -153,8 +153,8 @@ TEST_CASE("StepPlan::add: data_deps without repeats, deps = lane predecessors th
       std::sort(op.data_deps.begin(), op.data_deps.end());
       op.data_deps.erase(std::unique(op.data_deps.begin(), op.data_deps.end()), op.data_deps.end());
     }
-    const std::vector<int> want_data = first_occurrences(op.data_deps);
-    std::vector<int> all = op.deps;
+    const std::vector<int> want_data = first_occurrences(std::vector<int>(op.data_deps.begin(), op.data_deps.end()));
+    std::vector<int> all(op.deps.begin(), op.deps.end());
     all.insert(all.end(), op.data_deps.begin(), op.data_deps.end());
     const std::vector<int> want_deps = first_occurrences(all);
     long_lists += op.data_deps.size() > 16;
@@ -163,8 +163,8 @@ TEST_CASE("StepPlan::add: data_deps without repeats, deps = lane predecessors th
                  want_data.size() == op.data_deps.size();
     repeats += op.data_deps.size() > 16 && want_data.size() < op.data_deps.size();
     REQUIRE(plan.add(op) == v);
-    CHECK(plan.ops[std::size_t(v)].data_deps == want_data);
-    CHECK(plan.ops[std::size_t(v)].deps == want_deps);
+    CHECK(std::vector<int>(plan.ops[std::size_t(v)].data_deps.begin(), plan.ops[std::size_t(v)].data_deps.end()) == want_data);
+    CHECK(std::vector<int>(plan.ops[std::size_t(v)].deps.begin(), plan.ops[std::size_t(v)].deps.end()) == want_deps);
   }
   // Every path was taken.
   CHECK(long_lists > 20);
