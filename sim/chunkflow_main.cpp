@@ -74,8 +74,16 @@ int main(int argc, char** argv) {
     chunkflow::register_calibration_commands(app, context);
     chunkflow::register_node_commands(app, context);
     app.parse(argc, argv);
-    if (app.get_subcommands().empty()) return chunkflow::run_main_job(context, out_dir);
-    return 0;
+    const int rc = app.get_subcommands().empty() ? chunkflow::run_main_job(context, out_dir) : 0;
+    // A command that does not stop early (all but the sweeps: they take milliseconds, or a plot
+    // that run_python terminates) has run to its end when a signal came: it still ends by the
+    // signal, so that a shell loop of calls stops as it does for a sweep.
+    if (const int sig = chunkflow::interrupt_signal()) {
+      std::cerr << "chunkflow: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+                << " as the command ended; the files it names above are complete\n";
+      return end_by_signal(sig);
+    }
+    return rc;
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;

@@ -2,7 +2,9 @@
 // SIGINT and SIGTERM during long runs (issue 11 §4): the first signal only sets a flag; sweeps stop
 // starting configurations, finish the ones running, write nothing, print what completed and the
 // program ends by the signal itself (chunkflow_main.cpp end_by_signal: a shell reports 130 for
-// SIGINT, 143 for SIGTERM, and stops a loop of calls). A second signal terminates at once (default
+// SIGINT, 143 for SIGTERM, and stops a loop of calls). The other commands take milliseconds and run
+// to their end (a plot they draw is terminated: python_process.hpp run_python), then end by the
+// signal the same way. A second signal terminates at once (default
 // action), so a stuck run can still be killed. Output files are written only after a run
 // completes, each through a temporary file and a rename (write_file_atomic), so an interrupted run
 // leaves the previous file or none.
