@@ -951,7 +951,8 @@ class Planner {
   /// estimated (`*skipped` is set): its estimate would exceed the bound by more than the 1e-6 by which
   /// a placement must beat the best so far, so it is never the best of a fraction within the bound,
   /// and every placement within the bound beats it. The result then differs from the full one only
-  /// when the fraction is not within the bound (decide() searches again in full when it needs those).
+  /// when the fraction is not within the bound (decide() then estimates in full the fractions that
+  /// can be the fastest).
   std::optional<Choice> plan_fraction(const PolicyConfig& config, double fraction, bool auto_search = false,
                                       bool* skipped = nullptr) const {
     std::optional<Choice> best;
@@ -1017,21 +1018,36 @@ class Planner {
       const std::vector<double> fractions = auto_fractions(config);
       std::size_t fastest_at = 0;
       // First with placements the copy volume rules out skipped (plan_fraction): the fraction
-      // chosen within the bound is the same. When none is, the fastest is wanted: search in full.
-      for (bool skip : {true, false}) {
-        bool skipped = false;
+      // chosen within the bound is the same as in full.
+      bool skipped = false;
+      for (std::size_t k = 0; k < fractions.size(); ++k) {
+        auto c = plan_fraction(config, fractions[k], true, &skipped);
+        if (!c) continue;
+        if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
+          choice = std::move(c);
+          break;
+        }
+        if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c), fastest_at = k;
+      }
+      if (!choice && skipped) {
+        // None is within the bound, and the fastest is wanted (ties: the first): each fraction is
+        // estimated in full, from the most resident down (the likely fastest first), and one whose
+        // every placement's volume bound exceeds the fastest so far by more than kAutoSkipMargin is
+        // left out: its plan's estimate is one of its placements', each at least that bound, so it
+        // is slower than the fastest.
         fastest.reset();
         fastest_at = 0;
-        for (std::size_t k = 0; k < fractions.size(); ++k) {
-          auto c = plan_fraction(config, fractions[k], skip, &skipped);
-          if (!c) continue;
-          if (c->estimate.step_time_s <= kAutoWithinBound * critical_path_s_) {
-            choice = std::move(c);
-            break;
+        for (std::size_t k = fractions.size(); k-- > 0;) {
+          if (fastest && fraction_volume_bound_s(config, fractions[k]) * (1 - 1e-9) >
+                             fastest->estimate.step_time_s * (1 + kAutoSkipMargin)) {
+            ++planner_cache_stats.estimate_bounded;
+            continue;
           }
-          if (!fastest || c->estimate.step_time_s < fastest->estimate.step_time_s) fastest = std::move(c), fastest_at = k;
+          auto c = plan_fraction(config, fractions[k]);
+          if (!c) continue;
+          // From the top down, an equal one is earlier on the list: it wins the tie.
+          if (!fastest || c->estimate.step_time_s <= fastest->estimate.step_time_s) fastest = std::move(c), fastest_at = k;
         }
-        if (choice || !skipped) break;
       }
       // None within reach of the bound: the fastest fraction's neighbours on the tried grid are
       // up to 0.1 away; try the midpoints on either side (ties: the one tried first).
@@ -1103,6 +1119,19 @@ class Planner {
     const std::size_t before = steps_ >= 2 ? std::min(n, std::size_t(std::max(slot_count, 0))) : 0;
     return (placed.step_prefix_bytes[n] - placed.step_prefix_bytes[before]) / copy_fastest_bytes_per_s_ +
            double(n - before) * node_.h2d_latency_s;
+  }
+
+  /// The least volume_bound_s over the placements of `fraction` that give `config` a plan to
+  /// estimate (0 when everything is resident; +∞ when no placement has a slot).
+  double fraction_volume_bound_s(const PolicyConfig& config, double fraction) const {
+    double least = kInf;
+    for (Placement placement : {Placement::prefix, Placement::strided, Placement::balanced}) {
+      const Placed& placed = placed_at(fraction, placement);
+      if (placed.chunks.empty()) return 0;
+      const int slot_count = slots(config, placed.residency, placed.chunks, placed.slot_bytes);
+      if (slot_count >= 1) least = std::min(least, volume_bound_s(placed, slot_count));
+    }
+    return least;
   }
 
   const Placed& placed_at(double fraction, Placement placement) const {
