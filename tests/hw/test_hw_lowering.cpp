@@ -270,7 +270,7 @@ TEST_CASE("a compute op that does not wait for its chunk is rejected", "[hw][low
   // their chunks directly; without it nothing orders the read after the copy).
   for (auto& op : plan.ops) {
     if (op.kind != OpKind::compute) continue;
-    std::vector<int> keep;
+    OpIds keep;
     bool had = false;
     for (int d : op.data_deps) {
       if (plan.ops[size_t(d)].kind == OpKind::h2d) had = true;
@@ -278,7 +278,7 @@ TEST_CASE("a compute op that does not wait for its chunk is rejected", "[hw][low
     }
     if (!had) continue;
     op.data_deps = keep;
-    std::vector<int> deps;
+    OpIds deps;
     for (int d : op.deps)
       if (plan.ops[size_t(d)].kind != OpKind::h2d) deps.push_back(d);
     op.deps = deps;
