@@ -96,9 +96,12 @@ PlannerCacheStats chunkflow_planner_cache_stats();
 /// With `on`, this thread's chunkflow planners take no shortcut: every copy still moving when a
 /// window's real times become known is re-timed at once, as the estimate is defined
 /// (runtime/policy_chunkflow.cpp Planner::run); the default re-times lazily, when something reads a
-/// copy's times, which must give the same plans op for op (tests/test_policy.cpp checks it); and
-/// a (fraction, placement) whose chunks equal an earlier one's computes its own estimates instead
-/// of sharing that one's. For tests; off by default.
+/// copy's times, which must give the same plans op for op (tests/test_policy.cpp checks it); a
+/// (fraction, placement) whose chunks equal an earlier one's computes its own estimates instead of
+/// sharing that one's; "auto" estimates every placement of every fraction it tries (the default
+/// leaves out those whose copy volume alone rules them out); and every window mode runs both its
+/// passes (the default runs one pass without collectives, and stops a mode whose second pass would
+/// repeat its first). For tests; off by default.
 void set_chunkflow_planner_exhaustive(bool on);
 
 // ---- Helpers the policies share -------------------------------------------------------------

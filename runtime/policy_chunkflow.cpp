@@ -51,6 +51,7 @@
 // (Planner::placed_at). Plans are identical with or without it (tests/test_policy.cpp).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -923,16 +924,30 @@ class Planner {
       for (int pass = 0; pass < (per_window ? 1 : 2); ++pass) {
         Estimate e = run(chunks, slot_count, mode, prev_start, prev_end, seed.program_start_s,
                          seed.chunk_slack_s.empty() ? nullptr : &seed);
+        // Without collectives no copy meets a window, and every mode and pass runs this one alike.
+        if (collective_g_.empty() && !planner_exhaustive) return e.feasible ? e : best;
         if (!e.feasible) break;
-        if (pass == 0) prev_start = e.window_start_s, prev_end = e.window_end_s;
+        // A pass is a function of its inputs alone: the second, predicting from windows equal (bit
+        // for bit) to those the first predicted from, would run it again and could not improve.
+        bool again = false;
+        if (pass == 0) {
+          again = !planner_exhaustive && same_bits(e.window_start_s, prev_start) && same_bits(e.window_end_s, prev_end);
+          prev_start = e.window_start_s, prev_end = e.window_end_s;
+        }
         if (e.step_time_s < best.step_time_s * (1 - 1e-9)) {
           if (!per_window) best_prediction = prediction_of(e, chunks, true, mode);
           best = std::move(e);
         }
         if (reaches_stall_free(best)) return best;
+        if (again) break;
       }
     }
     return best;
+  }
+
+  /// True when `a` and `b` hold the same doubles, bit for bit.
+  static bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
   }
 
   struct Choice {
