@@ -92,9 +92,11 @@ int main(int argc, char** argv) {
     return end_by_signal(e.signal());
   } catch (const chunkflow::InputError& e) {
     std::cerr << "chunkflow: error: " << e.what() << "\n";
+    if (const int sig = chunkflow::interrupt_signal()) return end_by_signal(sig);  // a signal came too
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "chunkflow: error: " << e.what() << "\n";
+    if (const int sig = chunkflow::interrupt_signal()) return end_by_signal(sig);
     return 1;
   }
 }

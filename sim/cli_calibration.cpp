@@ -21,6 +21,7 @@
 #include "runtime/plan_limits.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/cli.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/python_process.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
@@ -41,9 +42,12 @@ std::string pct(double fraction) { return std::isfinite(fraction) ? fixed(fracti
 std::string ms(double s) { return fixed(s * 1e3, 3); }
 
 /// Runs scripts/<script> with args; a warning (not an error) when python/matplotlib is missing.
+/// Throws Interrupted when SIGINT/SIGTERM came while it drew (run_python then terminates the
+/// script, which removes its temporary image): no image was written.
 void plot(const CliContext& context, const std::string& script, const std::vector<std::string>& args, const std::string& png) {
   const std::string path = find_script(context, script);
   const int rc = path.empty() ? 127 : run_python(path, args);
+  if (const int sig = interrupt_signal()) throw Interrupted(sig, "drawing " + png + " (no image written)");
   if (rc != 0)
     std::cerr << "chunkflow: warning: no plot " << png << " (scripts/" << script
               << " with /usr/bin/python3 and matplotlib; exit " << rc << ")\n";

@@ -12,6 +12,7 @@
 #include "model/node.hpp"
 #include "model/topo_import.hpp"
 #include "sim/cli.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/maxmin.hpp"
 #include "sim/python_process.hpp"
 #include "sim/report.hpp"
@@ -201,6 +202,7 @@ void register_node_commands(CLI::App& app, const CliContext& context) {
       write_file_atomic(tmp, j.dump());
       const int rc = script.empty() ? 127 : run_python(script, {tmp, *plot});
       std::remove(tmp.c_str());
+      if (const int sig = interrupt_signal()) throw Interrupted(sig, "drawing " + *plot + " (no image written)");
       if (rc != 0)
         throw std::runtime_error("no plot (scripts/plot_node.py with /usr/bin/python3 and matplotlib; exit " +
                                  std::to_string(rc) + "); run scripts/setup.sh");

@@ -171,7 +171,9 @@ bool run_blocks(const Grid& grid, int64_t start, int64_t block_size, int threads
   std::map<int64_t, BlockResult> ready;
   std::exception_ptr error;
   bool stop = false;
-  const std::size_t max_ready = std::size_t(64) * std::size_t(threads);
+  // Completed blocks waiting for the writer: about 4096 configurations' rows per worker, at least
+  // two blocks per worker (a block holds up to 4096).
+  const std::size_t max_ready = std::size_t(threads) * std::size_t(std::max<int64_t>(2, 4096 / std::max<int64_t>(block_size, 1)));
 
   auto worker = [&] {
     for (;;) {
@@ -396,7 +398,8 @@ GridRunResult run_grid(const Grid& grid, const GridRunOptions& o, GridComm& comm
       if (csv_index(line)) ++result.rows;
   }
 
-  const int64_t block_size = block_size_for(result.counts.configurations, comm.size(), result.threads);
+  // Every rank must cut the same blocks: rank 0's size (ranks may run different thread counts).
+  const int64_t block_size = comm.broadcast(block_size_for(result.counts.configurations, comm.size(), result.threads));
   Progress progress(root && o.progress, result.counts.configurations, start);
   int64_t done = start;
   bool write_failed = false;

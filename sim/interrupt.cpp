@@ -24,11 +24,18 @@ void install_interrupt_handlers() {
 
 int interrupt_signal() { return g_signal; }
 
+namespace {
+std::string signal_name(int signal) { return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal"; }
+}  // namespace
+
 Interrupted::Interrupted(int signal, int completed, int total)
-    : std::runtime_error(std::string("interrupted by ") + (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal") +
-                         " after " + std::to_string(completed) + " of " + std::to_string(total) + " configurations"),
+    : std::runtime_error("interrupted by " + signal_name(signal) + " after " + std::to_string(completed) + " of " +
+                         std::to_string(total) + " configurations"),
       signal_(signal),
       completed_(completed),
       total_(total) {}
+
+Interrupted::Interrupted(int signal, const std::string& doing)
+    : std::runtime_error("interrupted by " + signal_name(signal) + " while " + doing), signal_(signal), completed_(0), total_(0) {}
 
 }  // namespace chunkflow

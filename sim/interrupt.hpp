@@ -23,6 +23,9 @@ int interrupt_signal();
 class Interrupted : public std::runtime_error {
  public:
   Interrupted(int signal, int completed, int total);
+  /// A command that stopped at the signal while `doing` (what() is "interrupted by SIGINT while " +
+  /// doing); completed() and total() are 0.
+  Interrupted(int signal, const std::string& doing);
   int signal() const { return signal_; }
   int completed() const { return completed_; }
   int total() const { return total_; }

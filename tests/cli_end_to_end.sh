@@ -213,15 +213,18 @@ import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$pl
     test "$(ls -A "$work/intplot" | tr '\n' ' ')" = "sweep.csv sweep.json "
   check "SIGINT while drawing: no plot process left" no_plot_left "$work/intplot/sweep.csv"
 
-  # A command that does not stop early ends by the signal too once it has run (here while
-  # `validate --published` draws its plot, which takes ≥ 0.3 s): a shell sees 130, not 0.
-  "$bin" validate --published --out "$work/intval.json" --plot "$work/intval.png" > /dev/null 2> "$work/intval.stderr" &
+  # A command that does not stop early ends by the signal too (here while `validate --published`
+  # draws its plot, which takes ≥ 0.3 s): a shell sees 130, not 0, and no image is claimed.
+  "$bin" validate --published --out "$work/intval.json" --plot "$work/intval.png" > "$work/intval.stdout" 2> "$work/intval.stderr" &
   pid=$!
   for _ in $(seq 1 3000); do [ -f "$work/intval.json" ] && break; sleep 0.01; done
   interrupt $pid
   check "SIGINT during validate --published: it was still running at the interrupt" test "$running" -eq 1
   check "SIGINT during validate --published: exit 130 (got $rc)" test "$rc" -eq 130
-  check "SIGINT during validate --published: says so" grep -q "interrupted by SIGINT as the command ended" "$work/intval.stderr"
+  check "SIGINT during validate --published: says it stopped drawing, no image" \
+    grep -q "interrupted by SIGINT while drawing .*intval.png (no image written)" "$work/intval.stderr"
+  check "SIGINT during validate --published: no image, and none claimed" \
+    test ! -e "$work/intval.png" -a "$(grep -c 'intval.png' "$work/intval.stdout")" = 0
 fi
 
 echo "$passes passed, $failures failed"

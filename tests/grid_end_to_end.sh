@@ -31,6 +31,14 @@ if [ "${2:-}" = "mpi" ]; then
   cmp "$work/single/out/grid.csv" "$work/mpi/out/grid.csv" || fail "grid.csv of 3 ranks differs from one process"
   cmp "$work/single/out/grid.jsonl" "$work/mpi/out/grid.jsonl" || fail "grid.jsonl of 3 ranks differs from one process"
   echo "PASS: 3 MPI ranks write the single-process bytes ($(wc -l < "$work/mpi/out/grid.csv") CSV lines)"
+  # Ranks with different thread counts cut the same blocks (rank 0's block size).
+  mkdir -p "$work/mixed"
+  (cd "$work/mixed" && OMP_NUM_THREADS=1 "$mpirun" --allow-run-as-root --oversubscribe -n 1 "$bin" sweep --grid "$grid" --out out \
+     : -n 2 "$bin" sweep --grid "$grid" --out out --threads 3 > log 2> err) ||
+    { cat "$work/mixed/err"; fail "mpirun with mixed thread counts exited non-zero"; }
+  cmp "$work/single/out/grid.csv" "$work/mixed/out/grid.csv" || fail "grid.csv of ranks with 1 and 3 threads differs from one process"
+  cmp "$work/single/out/grid.jsonl" "$work/mixed/out/grid.jsonl" || fail "grid.jsonl of ranks with 1 and 3 threads differs from one process"
+  echo "PASS: ranks with 1 and 3 threads write the single-process bytes"
   exit 0
 fi
 
