@@ -56,6 +56,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 
 #include "model/analytical.hpp"
@@ -905,7 +906,10 @@ class Planner {
 
   /// The best estimate over the window modes, each refined over two passes; stops at the first
   /// estimate that reaches the stall-free program (later ones could only tie).
-  Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count) const {
+  /// Under set_chunkflow_planner_exhaustive, every feasible pass is checked against `bound_s`
+  /// (estimate_at passes volume_bound_s: the bound the default planner skips by must hold): a pass
+  /// below it throws std::logic_error.
+  Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count, double bound_s = 0) const {
     Estimate best;
     Estimate best_prediction = stall_free_;  // per_window's: the best single-treatment estimate's
     for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore,
@@ -924,6 +928,9 @@ class Planner {
       for (int pass = 0; pass < (per_window ? 1 : 2); ++pass) {
         Estimate e = run(chunks, slot_count, mode, prev_start, prev_end, seed.program_start_s,
                          seed.chunk_slack_s.empty() ? nullptr : &seed);
+        if (planner_exhaustive && e.feasible && e.step_time_s < bound_s * (1 - 1e-9))
+          throw std::logic_error("chunkflow planner: a closed-loop pass (" + std::to_string(e.step_time_s) +
+                                 " s) beats the copy-volume bound (" + std::to_string(bound_s) + " s)");
         // Without collectives no copy meets a window, and every mode and pass runs this one alike.
         if (collective_g_.empty() && !planner_exhaustive) return e.feasible ? e : best;
         if (!e.feasible) break;
@@ -1186,7 +1193,7 @@ class Planner {
       return it->second;
     }
     ++planner_cache_stats.estimate_misses;
-    Estimate e = best_schedule(chunks, slot_count);
+    Estimate e = best_schedule(chunks, slot_count, volume_bound_s(placed, slot_count));
     kept_bytes_ += double(e.pieces.size() * sizeof(CopyPiece) + 2 * e.window_start_s.size() * sizeof(double));
     return estimates_.emplace(key, std::move(e)).first->second;
   }
