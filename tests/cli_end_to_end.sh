@@ -21,6 +21,14 @@ interrupt() {  # interrupt PID: SIGINT to a background chunkflow; sets running (
   wait "$1"
   rc=$?
 }
+interrupt_when() {  # interrupt_when FILE OUT ERR CMD...: CMD in the background, SIGINT once FILE exists (see interrupt)
+  local file=$1 out=$2 err=$3
+  shift 3
+  "$@" > "$out" 2> "$err" &
+  local pid=$!
+  for _ in $(seq 1 3000); do [ -f "$file" ] && break; sleep 0.01; done
+  interrupt $pid
+}
 no_plot_left() {  # no_plot_left CSV: succeeds when no plot process started for CSV (--wait-for-go) is left
   local f
   for f in /proc/[0-9]*/cmdline; do
@@ -201,10 +209,7 @@ import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$pl
   # SIGINT while the plot is drawn (sweep.json is written just before it starts; matplotlib takes
   # ≥ 0.2 s to draw): exit 130, the sweep's files complete, no image, no temporary file, no process.
   mkdir -p "$work/intplot"
-  "$bin" sweep --chunk-mib-list 64 --out "$work/intplot" > /dev/null 2> "$work/intplot.stderr" &
-  pid=$!
-  for _ in $(seq 1 3000); do [ -f "$work/intplot/sweep.json" ] && break; sleep 0.01; done
-  interrupt $pid
+  interrupt_when "$work/intplot/sweep.json" /dev/null "$work/intplot.stderr" "$bin" sweep --chunk-mib-list 64 --out "$work/intplot"
   check "SIGINT while drawing: chunkflow was still drawing at the interrupt" test "$running" -eq 1
   check "SIGINT while drawing: exit 130 (got $rc)" test "$rc" -eq 130
   check "SIGINT while drawing: says so, and that the CSV and JSON are complete" \
@@ -215,10 +220,8 @@ import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$pl
 
   # A command that does not stop early ends by the signal too (here while `validate --published`
   # draws its plot, which takes ≥ 0.3 s): a shell sees 130, not 0, and no image is claimed.
-  "$bin" validate --published --out "$work/intval.json" --plot "$work/intval.png" > "$work/intval.stdout" 2> "$work/intval.stderr" &
-  pid=$!
-  for _ in $(seq 1 3000); do [ -f "$work/intval.json" ] && break; sleep 0.01; done
-  interrupt $pid
+  interrupt_when "$work/intval.json" "$work/intval.stdout" "$work/intval.stderr" \
+    "$bin" validate --published --out "$work/intval.json" --plot "$work/intval.png"
   check "SIGINT during validate --published: it was still running at the interrupt" test "$running" -eq 1
   check "SIGINT during validate --published: exit 130 (got $rc)" test "$rc" -eq 130
   check "SIGINT during validate --published: says it stopped drawing, no image" \
