@@ -166,6 +166,20 @@ class Planner {
     for (const ModeRates& r : mode_rates_)
       for (const Shares& sh : r.shares)
         copy_fastest_bytes_per_s_ = std::max({copy_fastest_bytes_per_s_, sh.capped.copy_bytes_per_s, sh.uncapped.copy_bytes_per_s});
+    // volume_bound_s's: every position of steps 0..steps−2 at its longest.
+    for (int g = 0, c = 0; g < (steps_ - 1) * n_; ++g) {
+      if (!layout_.at(g % n_).collective) {
+        before_last_step_max_s_ += duration_s_[g % n_];
+        continue;
+      }
+      double longest = 0;
+      for (const ModeRates& r : mode_rates_) {
+        const Shares& sh = r.shares[std::size_t(c)];
+        longest = std::max({longest, sh.alone_s, sh.uncapped.collective_time_s, sh.capped.collective_time_s});
+      }
+      before_last_step_max_s_ += longest;
+      ++c;
+    }
     stall_free_ = run({}, 0, WindowMode::yield, {}, {}, {});
     stall_free_.program_start_s = scratch_.start_s;  // per_window's prediction when nothing else is feasible
     critical_path_s_ = stall_free_.step_time_s;
@@ -1135,12 +1149,23 @@ class Planner {
   /// move after it on the one copy lane at most at the fastest rate a copy gets (alone or beside any
   /// collective, in any window mode): E_s − E_{s−1} ≥ (V_s − B_S) / r_max + max(0, n − S)·latency.
   /// With one simulated step, E_{−1} = 0 and nothing moves before it.
+  /// Second, by lane order (deep slots, where the first form gives nothing): every piece of step s
+  /// follows, on the lane, every piece of the steps before; let t* be the end of the last of those.
+  /// All of step s's copies run after t*, so E_s ≥ t* + V_s / r_max + n·latency. By t* every chunk
+  /// of steps < s has landed, so from t* on, the ops of steps < s wait only for each other: the one
+  /// that ends last ends after t* by at most the durations of a chain of them, at most
+  /// before_last_step_max_s_ (every position of steps 0..s−1 at its longest: compute ops as
+  /// modelled, each collective at its slowest in any window mode). So
+  /// E_s − E_{s−1} ≥ V_s / r_max + n·latency − before_last_step_max_s_. The bound is the larger.
   double volume_bound_s(const Placed& placed, int slot_count) const {
     if (!placed.compute_readers || placed.step_prefix_bytes.size() < 2) return 0;
     const std::size_t n = placed.step_prefix_bytes.size() - 1;  // chunks per step
     const std::size_t before = steps_ >= 2 ? std::min(n, std::size_t(std::max(slot_count, 0))) : 0;
-    return (placed.step_prefix_bytes[n] - placed.step_prefix_bytes[before]) / copy_fastest_bytes_per_s_ +
-           double(n - before) * node_.h2d_latency_s;
+    const double by_slots = (placed.step_prefix_bytes[n] - placed.step_prefix_bytes[before]) / copy_fastest_bytes_per_s_ +
+                            double(n - before) * node_.h2d_latency_s;
+    const double by_lane = placed.step_prefix_bytes[n] / copy_fastest_bytes_per_s_ + double(n) * node_.h2d_latency_s -
+                           before_last_step_max_s_;
+    return std::max(by_slots, by_lane);
   }
 
   /// The least volume_bound_s over the placements of `fraction` that give `config` a plan to
@@ -1229,6 +1254,7 @@ class Planner {
   mutable Scratch scratch_;
   double copy_alone_bytes_per_s_ = 0;
   double copy_fastest_bytes_per_s_ = 0;  ///< the fastest rate any copy gets (alone, or in any window mode)
+  double before_last_step_max_s_ = 0;    ///< positions of steps 0..steps−2 at their longest (volume_bound_s)
   mutable std::map<std::pair<double, int>, Placed> placed_;
   mutable std::map<std::tuple<double, int, int>, Estimate> estimates_;
   mutable double kept_bytes_ = 0;

@@ -399,15 +399,18 @@ TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive plann
   CHECK(autos == 40);
   // Copy-bound configurations, where the lane runs nearly flat out and the volume bound is nearly
   // tight (small shapes, one GPU's weights over PCIe; exhaustive mode checks every feasible pass
-  // against the bound): explicit fractions and "auto", lookahead 1 and 2, one to three steps.
+  // against the bound): explicit fractions and "auto", lookahead 1 and 2 or a budget deep enough
+  // for a whole step's chunks (the bound's lane-order form), one to three steps.
   for (const char* model : {"wan2.1-t2v-14b", "flux.1-dev"})
     for (int ulysses : {1, 2})
       for (std::optional<double> fraction : {std::optional<double>(0.0), std::optional<double>(0.5), std::optional<double>()})
-        for (int lookahead : {1, 2})
+        for (int lookahead : {1, 2, 0})
           for (int steps : {1, 2, 3}) {
-            PolicyConfig p = policy("chunkflow", fraction, 64, lookahead);
+            PolicyConfig p = policy("chunkflow", fraction, 64, std::max(lookahead, 1));
+            if (lookahead == 0) p.memory_budget_bytes = 79.0 * kGiB;
             p.steps = steps;
-            INFO(model << ", Ulysses " << ulysses << ", lookahead " << lookahead << ", " << steps << " steps");
+            INFO(model << ", Ulysses " << ulysses << ", lookahead " << lookahead << " (0: a 79 GiB budget), " << steps
+                       << " steps");
             compare(workload(model, 256, 256, 1, ulysses), node("2xh100-pcie"), p);
           }
   CHECK(chunkflow_planner_cache_stats().estimate_shared > before.estimate_shared);  // the sharing was exercised
