@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     // that run_python terminates) has run to its end when a signal came: it still ends by the
     // signal, so that a shell loop of calls stops as it does for a sweep.
     if (const int sig = chunkflow::interrupt_signal()) {
-      std::cerr << "chunkflow: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+      std::cerr << "chunkflow: interrupted by " << chunkflow::signal_name(sig)
                 << " as the command ended; the files it names above are complete\n";
       return end_by_signal(sig);
     }

@@ -186,11 +186,8 @@ int do_sweep(const CliContext& context, const SweepOptions& o) {
     write_file_atomic(js, j.dump(2) + "\n");
     if (!png.empty()) {
       const int rc = plot ? plot->draw() : 127;
-      if (const int sig = interrupt_signal()) {  // while drawing: the plot process was terminated
-        std::cerr << "chunkflow: interrupted while drawing " << png << "; " << csv << " and " << js
-                  << " are complete\n";
-        throw Interrupted(sig, int(rows.size()), int(rows.size()));
-      }
+      if (const int sig = interrupt_signal())  // while drawing: the plot process was terminated
+        throw Interrupted(sig, "drawing " + png + " (no image written); " + csv + " and " + js + " are complete");
       if (rc != 0) {
         std::cerr << "chunkflow: warning: no plot (scripts/plot_sweep.py with /usr/bin/python3 and matplotlib; exit "
                   << rc << "); run scripts/setup.sh\n";

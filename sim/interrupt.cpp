@@ -24,9 +24,7 @@ void install_interrupt_handlers() {
 
 int interrupt_signal() { return g_signal; }
 
-namespace {
 std::string signal_name(int signal) { return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal"; }
-}  // namespace
 
 Interrupted::Interrupted(int signal, int completed, int total)
     : std::runtime_error("interrupted by " + signal_name(signal) + " after " + std::to_string(completed) + " of " +

@@ -19,6 +19,9 @@ void install_interrupt_handlers();
 /// The signal received (SIGINT, SIGTERM), or 0.
 int interrupt_signal();
 
+/// "SIGINT", "SIGTERM", or "a signal" for any other.
+std::string signal_name(int signal);
+
 /// Thrown by a run that stopped because of a signal; `completed` of `total` units were done.
 class Interrupted : public std::runtime_error {
  public:

@@ -213,7 +213,7 @@ import sys; assert open(sys.argv[1], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'" "$pl
   check "SIGINT while drawing: chunkflow was still drawing at the interrupt" test "$running" -eq 1
   check "SIGINT while drawing: exit 130 (got $rc)" test "$rc" -eq 130
   check "SIGINT while drawing: says so, and that the CSV and JSON are complete" \
-    grep -q "interrupted while drawing .*sweep.png; .*sweep.csv and .*sweep.json are complete" "$work/intplot.stderr"
+    grep -q "interrupted by SIGINT while drawing .*sweep.png (no image written); .*sweep.csv and .*sweep.json are complete" "$work/intplot.stderr"
   check "SIGINT while drawing: the CSV and JSON, no image and no temporary file" \
     test "$(ls -A "$work/intplot" | tr '\n' ' ')" = "sweep.csv sweep.json "
   check "SIGINT while drawing: no plot process left" no_plot_left "$work/intplot/sweep.csv"

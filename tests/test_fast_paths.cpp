@@ -52,6 +52,14 @@ using namespace chunkflow;
 
 namespace {
 
+/// The options sweeps and grids simulate with (sim/sweep.cpp, sim/grid.cpp): no link, memory or
+/// op-name records.
+SimOptions lean_options() {
+  SimOptions o;
+  o.record_links = o.record_memory = o.record_op_names = false;
+  return o;
+}
+
 /// Built-in nodes plus mutations of each that change what the routes read: a slower link, a
 /// duplex coupling removed, P2P off, one pair without P2P, a stricter P2P level, NVLink links
 /// turned into PCIe ones, per-flow caps.
@@ -200,10 +208,7 @@ TEST_CASE("every compute op lasts its stage's compute time, sweep options change
     REQUIRE(n.compute_slowdown_h2d == 0);
     REQUIRE(n.compute_slowdown_collective == 0);
     const SimResult full = simulate(plan, n);
-    SimOptions lean;
-    lean.record_links = false;
-    lean.record_memory = false;
-    lean.record_op_names = false;
+    const SimOptions lean = lean_options();
     const SimResult fast = simulate(plan, n, lean);
     REQUIRE(full.timeline.rows.size() == plan.ops.size());
     REQUIRE(fast.timeline.rows.size() == plan.ops.size());
@@ -482,8 +487,7 @@ TEST_CASE("the decision memo's non-waiting look-up: busy while a claim is held, 
   DecisionMemo plans;
   REQUIRE_FALSE(plans.find_or_claim(key).has_value());
   const ForwardCost cost = forward_cost(s.workload);
-  SimOptions options;
-  options.record_links = options.record_memory = options.record_op_names = false;
+  const SimOptions options = lean_options();
   std::optional<DecisionRun> run;
   std::thread asker([&] {
     run = run_decision_unless_busy(s.workload, s.node, cost, 0, config.steps, d, options, plans);
@@ -603,10 +607,7 @@ void for_sample_plans(int count, unsigned seed, std::initializer_list<const char
 TEST_CASE("simulate's memo of max-min rates per set of active flows gives the timeline of a solve at every "
           "event (random configurations of the large grid, every node with ring, TP, FSDP, parallel CFG)",
           "[fast][simulate]") {
-  SimOptions lean;
-  lean.record_links = false;
-  lean.record_memory = false;
-  lean.record_op_names = false;
+  const SimOptions lean = lean_options();
   int compared = 0, capped = 0;
   auto compare = [&](const StepPlan& plan, const NodeSpec& n) {
     set_simulate_exhaustive(true);
@@ -656,10 +657,7 @@ TEST_CASE("simulate without rows gives the summary, bound and events of summariz
           "without sorting lists already in order equals sorting them all (random configurations of the "
           "large grid, every node with ring, TP, FSDP, parallel CFG)",
           "[fast][summarize]") {
-  SimOptions lean;
-  lean.record_links = false;
-  lean.record_memory = false;
-  lean.record_op_names = false;
+  const SimOptions lean = lean_options();
   SimOptions rowless = lean;
   rowless.record_rows = false;
   int compared = 0, lanes_in_order = 0, lanes = 0, stalled = 0;
