@@ -51,6 +51,16 @@ if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; then
   GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 fi
 SLUG=$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+# The one-GPU node the benches, runs and calibration describe: the built-in node of this GPU
+# (NODE=<id or file> overrides). An unknown GPU falls back to 1xh100-sxm and says so in SKIPPED.txt.
+NODE_GUESSED=0
+if [ -z "${NODE:-}" ]; then
+  case "$GPU_NAME" in
+    *H200*) NODE=1xh200 ;;
+    *H100*) NODE=1xh100-sxm ;;
+    *) NODE=1xh100-sxm; NODE_GUESSED=1 ;;
+  esac
+fi
 [ -n "$OUT_DIR" ] || OUT_DIR=traces/measured/$SLUG
 mkdir -p "$OUT_DIR"/bench "$OUT_DIR"/runs "$OUT_DIR"/analysis
 SKIPPED=$OUT_DIR/SKIPPED.txt
@@ -67,12 +77,14 @@ COLLECTIVE=${COLLECTIVE:-copy-engine}
 measure() {
   if [ "$NGPU" -lt 1 ]; then echo "first-contact.sh: no GPU (nvidia-smi lists none): nothing to measure" >&2; exit 3; fi
   : > "$SKIPPED"
+  [ "$NODE_GUESSED" = 1 ] && echo "node: no built-in one-GPU node for '$GPU_NAME'; benches and runs use 1xh100-sxm (set NODE)" >> "$SKIPPED"
   {
     echo "command: $0 $*"
     echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "git_revision: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
     echo "binaries: $SIM $HW $TESTS"
     echo "gpus: $NGPU"
+    echo "node: $NODE"
     nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
     nvidia-smi topo -m
     cat /proc/driver/nvidia/version 2>/dev/null
@@ -84,12 +96,12 @@ measure() {
   timeout $T_BENCH "$HW" bench h2d-bandwidth d2h-bandwidth d2d-bandwidth h2d-with-d2h collective-proxy-kernel \
         collective-proxy-copy-engine collective-nccl h2d-with-collective-kernel h2d-with-collective-copy-engine \
         compute-with-h2d compute-with-collective gemm attention \
-        --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --warmup 3 --repeat $BENCH_REPEAT --max-mib $MAXMIB \
+        --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --node "$NODE" --warmup 3 --repeat $BENCH_REPEAT --max-mib $MAXMIB \
         --output "$OUT_DIR/bench/bench-wan2.1-t2v-1.3b.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
   timeout $T_BENCH "$HW" bench gemm attention compute-with-h2d compute-with-collective \
-        --scenario scenarios/hw-flux-1024-u2-1xh100-sxm.json --warmup 3 \
+        --scenario scenarios/hw-flux-1024-u2-1xh100-sxm.json --node "$NODE" --warmup 3 \
         --repeat $BENCH_REPEAT --max-mib $MAXMIB --output "$OUT_DIR/bench/bench-flux.1-dev.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
-  timeout $T_BENCH "$HW" bench copy-cap --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --warmup 3 --repeat $BENCH_REPEAT --max-mib 256 \
+  timeout $T_BENCH "$HW" bench copy-cap --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --node "$NODE" --warmup 3 --repeat $BENCH_REPEAT --max-mib 256 \
         --caps-gb-per-s 0 2 5 10 15 20 30 40 50 --output "$OUT_DIR/bench/copy-cap.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
   if [ "$NGPU" -lt 2 ]; then
     echo "collective_nccl, H2D on two GPUs at once, H2D beside an NCCL all-to-all: need 2 GPUs, this box has $NGPU (the one-GPU pcie-proxy all-to-all stands in)" >> "$SKIPPED"
@@ -99,7 +111,7 @@ measure() {
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
     for pol in $POLICIES; do
-      timeout $T_RUN "$HW" run --scenario "$sc" --policy "$pol" --collective $COLLECTIVE --warmup $WARMUP --repeat $REPEAT \
+      timeout $T_RUN "$HW" run --scenario "$sc" --node "$NODE" --policy "$pol" --collective $COLLECTIVE --warmup $WARMUP --repeat $REPEAT \
             --trace "$OUT_DIR/runs/$name.$pol.trace.json" --output "$OUT_DIR/runs/$name.$pol.json" \
             > "$OUT_DIR/runs/$name.$pol.txt" 2>&1
       rc=$?
@@ -109,7 +121,7 @@ measure() {
       fi
     done
   done
-  timeout $T_RUN "$HW" check --node 1xh100-sxm --model wan2.1-t2v-1.3b --height 480 --width 832 --frames 17 --ulysses 2 \
+  timeout $T_RUN "$HW" check --node "$NODE" --model wan2.1-t2v-1.3b --height 480 --width 832 --frames 17 --ulysses 2 \
         --policy chunkflow --chunk-mib 16 --resident-fraction 0.3 --repeat 2 --output "$OUT_DIR/runs/check-wan1.3b-17f.result.json" \
         > "$OUT_DIR/runs/check-wan1.3b-17f.txt" 2>&1
   echo "check: exit $?"
@@ -137,10 +149,15 @@ pick_python() {
 analyze() {
   local py
   py=$(pick_python)
+  # Without a GPU here (--stage analyze on another machine), the node is the one the measure stage
+  # recorded in context.txt.
+  if [ "$NODE_GUESSED" = 1 ] && grep -q '^node: ' "$OUT_DIR/context.txt" 2> /dev/null; then
+    NODE=$(sed -n 's/^node: //p' "$OUT_DIR/context.txt" | head -1)
+  fi
   log "calibrate"
   # calibrate takes one file per measurement key: the Wan bench (every key); the FLUX bench's
   # GEMM/attention shapes are kept as data beside it.
-  "$SIM" calibrate --measurements $(ls "$OUT_DIR"/bench/bench-wan*.json "$OUT_DIR"/bench/copy-cap.json 2>/dev/null) --node 1xh100-sxm \
+  "$SIM" calibrate --measurements $(ls "$OUT_DIR"/bench/bench-wan*.json "$OUT_DIR"/bench/copy-cap.json 2>/dev/null) --node "$NODE" \
          --out "$OUT_DIR/calibration.json" > "$OUT_DIR/analysis/calibrate.txt" 2>&1
   echo "calibrate: exit $?"
   log "validate (every run is held out: the calibration fits microbenchmarks only)"
@@ -155,7 +172,7 @@ analyze() {
     name=$(basename "$sc" .json)
     for pol in $POLICIES; do
       [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
-      "$SIM" simulate --scenario "$sc" --policy "$pol" --calibration "$OUT_DIR/calibration.json" \
+      "$SIM" simulate --scenario "$sc" --node "$NODE" --policy "$pol" --calibration "$OUT_DIR/calibration.json" \
              --trace "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.predicted.json" 2>&1
       "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
              --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
