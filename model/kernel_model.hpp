@@ -2,10 +2,12 @@
 // The kernel-aware compute model behind stage_compute_time_s (issue 10 §2): per op, not per block.
 //
 //   GEMM [m×k]·[k×n]:  t = max(2mkn / (η_gemm(m,k,n) · P), bytes(m,k,n) / BW_hbm) + launch
-//     η_gemm = node.gemm_efficiency · min(1, f(m,k,n) / f(8192,8192,8192)),  f = wave · k / (k + k_fill)
+//     η_gemm = node.gemm_efficiency · min(1, f(m,k,n) / f(8192,8192,8192))
 //     (node.gemm_efficiency is measured on large square GEMMs, which pay their own f)
-//     wave   = best over CTA tiles τ of  intrinsic(τ) · tiles / (⌈tiles / SMs⌉ · SMs),
-//              tiles = ⌈m/τ_m⌉·⌈n/τ_n⌉  (tile and wave quantization; small m or n leave SMs idle)
+//     f      = best over CTA tiles τ and K splits s of
+//              intrinsic(τ) · c / (⌈c / SMs⌉ · SMs) · (k/s) / (k/s + k_fill),  c = tiles · s,
+//              tiles = ⌈m/τ_m⌉·⌈n/τ_n⌉  (tile and wave quantization; small m or n leave SMs idle;
+//              split-K s ∈ {1, 2}, s = 2 only within one wave (c ≤ SMs) and for k/2 ≥ 1024)
 //   attention:         t = 4·B·H·q·kv·hd / (η_attn · P) + launch
 //     η_attn = node.attention_efficiency · curve(kernel, kv) / curve(best kernel of the GPU, ∞)
 //              · min(1, fill(CTAs) / fill(2048)) · head-dim factor,  CTAs = B·H·⌈q/128⌉,
@@ -28,7 +30,8 @@ AttentionKernel resolve_attention_kernel(AttentionKernel requested, const NodeSp
 /// pricing FA2.
 bool attention_kernel_runs_on(AttentionKernel requested, const NodeSpec& node);
 
-/// Shape factor of a GEMM in (0, 1] (wave quantization × pipeline fill): η_gemm / node.gemm_efficiency.
+/// Shape factor of a GEMM in (0, 1] (tile and wave quantization, split-K, pipeline fill):
+/// η_gemm / node.gemm_efficiency.
 /// 1 when the shape is unknown (m, k or n ≤ 0) or node.sm_count is 0.
 double gemm_shape_factor(const GemmShape& g, const NodeSpec& node);
 
