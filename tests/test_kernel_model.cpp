@@ -42,13 +42,13 @@ TEST_CASE("a GEMM's FLOPs are 2mkn and its bytes dtype·(mk + kn + mn)") {
   CHECK(g.bytes(2) == 2.0 * (4096.0 * 3072 + 3072.0 * 12288 + 4096.0 * 12288));
 }
 
-TEST_CASE("wave quantization: one wave of full tiles is exact, one tile more costs a whole wave") {
+TEST_CASE("wave quantization: one wave of full tiles is exact, one tile more costs a whole wave; split-K in two for K ≥ 2048") {
   NodeSpec n = node("1xh100-sxm");  // 132 SMs
   REQUIRE(n.sm_count == 132);
   // Relative to 8192³ (2048 tiles of 128×256 = 15.5 → 16 waves; fill 8192/8448), where η is measured.
   const double reference = (2048.0 / (16 * 132)) * (8192.0 / (8192 + 256));
   CHECK(gemm_shape_factor(GemmShape{8192, 8192, 8192}, n) == Approx(1.0));
-  const double k = 8192, fill = k / (k + 256);
+  const double k = 8192;
   // 128×256 tiles: m = 128·12, n = 256·11 → 132 tiles = exactly one full wave: better than the
   // reference, capped at 1.
   CHECK(gemm_shape_factor(GemmShape{128 * 12, int64_t(k), 256 * 11}, n) == 1.0);
@@ -56,8 +56,12 @@ TEST_CASE("wave quantization: one wave of full tiles is exact, one tile more cos
   const double one_more = gemm_shape_factor(GemmShape{128 * 133, int64_t(k), 256}, n);
   CHECK(one_more < 1.0);
   CHECK(one_more > 0.5);
-  // A single tile of any size leaves 131 of 132 SMs idle; the largest tile is then the best: 1/132.
-  CHECK(gemm_shape_factor(GemmShape{64, int64_t(k), 128}, n) == Approx(1.0 / 132 * fill / reference));
+  // A single tile of any size leaves 131 of 132 SMs idle; the largest tile is then the best, and
+  // split-K runs its K loop as 2 slices of 4096 on 2 SMs, each paying its own fill: 2/132.
+  const double half_fill = (k / 2) / (k / 2 + 256);
+  CHECK(gemm_shape_factor(GemmShape{64, int64_t(k), 128}, n) == Approx(2.0 / 132 * half_fill / reference));
+  // No split below K = 2048 (slices ≥ 1024 deep): 1/132 with the whole K's fill.
+  CHECK(gemm_shape_factor(GemmShape{64, 1024, 128}, n) == Approx(1.0 / 132 * (1024.0 / 1280) / reference));
   // Unknown shape or SM count: no refinement.
   CHECK(gemm_shape_factor(GemmShape{}, n) == 1.0);
   n.sm_count = 0;
