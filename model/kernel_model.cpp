@@ -26,10 +26,11 @@ constexpr double kGemmKFill = 256;
 // Split-K: when a shape's output tiles fill less than one wave, cuBLAS splits the K loop over the
 // idle SMs (each CTA one K slice; its partial sums reduced after, the reduction not priced): a
 // split pays its own fill (kGemmKFill per slice). Splits up to 2 and slices at least 1024 deep:
-// measured on H200 (traces/measured/nvidia-h200/kernels.json, 2026-11-26): 256×8960×1536 runs
-// ≥ 1.4× faster than the unsplit tiles allow (29.7 µs measured per call, 29.6 µs the unsplit
-// kernel alone), while splits of 4 or more would predict 256×12288×3072 and 256×13824×5120 about
-// 1.3× too fast and slices of 768 would predict 256×1536×1536 1.4× too fast.
+// measured on H200 (traces/measured/nvidia-h200/kernels.json, 2026-11-26; each timed call less
+// 10 µs of host dispatch, tests/test_kernel_model.cpp): 256×8960×1536 runs in 29.7 µs per call,
+// which the unsplit tiles predict at 1.50× that and a split in 2 at 1.02×; splits of 4 or 8 would
+// predict 256×13824×5120 and 256×12288×3072 1.25× and 1.2× too fast, and slices of 768 would
+// predict 256×1536×1536 1.19× too fast (0.96 of it without).
 constexpr int kMaxSplitK = 2;
 constexpr double kMinSplitKSliceDepth = 1024;
 

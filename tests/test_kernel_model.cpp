@@ -202,35 +202,35 @@ TEST_CASE("wan2.2-t2v-a14b: two experts of the Wan2.1-14B shape, boundary 0.875"
 // a point = the model's GPU time (kernel + node.compute_launch_s per kernel, as stages are priced)
 // + kHostDispatch_s per PyTorch call, with kHostDispatchSpread_s of uncertainty. The data bound it:
 // the streaming elementwise series (residual add, GELU: least squares of time on bytes over four
-// sizes) have intercepts of 8–10 µs, i.e. 3–5 µs beyond the 5 µs launch; the smallest GEMM
-// (256×1536×1536: 21.7 µs for 1.2 GFLOP) leaves at most ≈ 13 µs beyond kernel and launch for
-// cuBLAS's dispatch. 7 ± 6 µs spans 1–13 µs.
+// sizes) have intercepts of 9.7 and 10.7 µs, i.e. 5–6 µs beyond the 5 µs launch; the smallest GEMM
+// (256×1536×1536: 21.7 µs for 1.2 GFLOP, ≥ 1.4 µs of math at 0.85 of peak) leaves at most 15 µs
+// beyond kernel and launch for cuBLAS's heavier dispatch. 10 ± 5 µs spans 5–15 µs.
 //
 // Tolerances on |ln(predicted / measured)| are ln(1 + tolerance) + kHostDispatchSpread_s / measured:
 //  - GEMM 20 %: node.gemm_efficiency 0.8 sits between the H200's sustained (MSMF 0.72) and burst
-//    (MAMF 0.85) clocks, so kernels short enough to run at burst clocks and long ones that drop to
-//    sustained clocks already span −6 %…+12 % around it (seen: the 3–6 ms GEMMs run at 0.72, the
-//    0.2–1 ms ones up to 0.81); the first-order tile/wave/fill model adds the rest (worst seen:
-//    −15 % for 4096×5120×5120 and 1536×1536 at 8192 rows); the repeats' min–max spread is 1–10 %
-//    above 100 µs.
-//  - attention, cuDNN (priced as FA3) 20 %: long kernels (11–100 ms at S = 32760–75600) run at
-//    564–582 TFLOP/s, short ones (≤ 5 ms) at 608–681: the clock band again, around
-//    node.attention_efficiency 0.6 (593 TFLOP/s).
+//    (MAMF 0.85) rates of large GEMMs, a −6 %…+11 % band on its own (measured here: up to 0.82 of
+//    peak, the ≥ 3 ms GEMMs at 0.72–0.76); the first-order tile/wave/fill model adds the rest (worst
+//    seen: predicted 0.86 of measured for 4096×5120×5120, 0.89 for 1536×1536 at 8192 and 32760
+//    rows, 1.19 for 1024×8960×1536); the repeats’ min–max spread is 1–19 % of the median above
+//    100 µs.
+//  - attention, cuDNN (priced as FA3) 20 %: the 11–100 ms kernels (S = 32760 with 12 and 20 heads,
+//    S = 75600) run at 564–582 TFLOP/s, the S ≥ 4096 ones of ≤ 5.2 ms at 587–681: a band like the
+//    GEMMs' around node.attention_efficiency 0.6 (593 TFLOP/s); predicted 0.95–1.15 of measured.
 //  - attention, flash (FlashAttention-2) 25 %: one point sets it: S = 1024 with 24 heads (192 CTAs
-//    on 264 slots, one partial wave) runs 24 % slower than curve × wave fill + dispatch; the model
-//    has no term for a lone wave's unhidden prologue and epilogue (one point: not fitted). Every
-//    other flash point is within 11 %.
+//    on 264 slots, one partial wave) takes 85 µs where curve × wave fill + launch + dispatch gives
+//    67 µs (0.79); the model has no term for a lone wave's unhidden prologue and epilogue (one
+//    point: not fitted). Every other flash point is predicted at 1.02–1.12 of measured.
 //  - streaming elementwise ops (residual add, GELU) 20 %: node.hbm_efficiency 0.9 of 4.8 TB/s
-//    against 0.91 (residual add) and 0.76 (GELU) measured at 0.3–2.3 GB.
+//    against 0.92 (residual add) and 0.77 (GELU) measured (slopes of the series).
 //  - LayerNorm and the broadcast adaLN modulation x·(1 + scale) + shift run well below the
-//    streaming rate (0.64 and 0.35 of 4.8 TB/s: a reduction kernel, and PyTorch's non-vectorized
-//    path for broadcast operands); the model prices every elementwise byte at the streaming rate,
-//    so for them it asserts only that the prediction is not slower than the measurement (a lower
-//    bound), within the elementwise tolerance.
+//    streaming rate (slopes 0.65 and 0.35 of 4.8 TB/s: a reduction kernel, and PyTorch's
+//    non-vectorized path for broadcast operands); the model prices every elementwise byte at the
+//    streaming rate, so for them the test asserts only that the prediction is not slower than the
+//    measurement (a lower bound), within the elementwise tolerance.
 namespace {
 
-constexpr double kHostDispatch_s = 7e-6;
-constexpr double kHostDispatchSpread_s = 6e-6;
+constexpr double kHostDispatch_s = 10e-6;
+constexpr double kHostDispatchSpread_s = 5e-6;
 constexpr double kGemmTolerance = 0.20;
 constexpr double kCudnnTolerance = 0.20;
 constexpr double kFlashTolerance = 0.25;
