@@ -211,7 +211,7 @@ TEST_CASE("wan2.2-t2v-a14b: two experts of the Wan2.1-14B shape, boundary 0.875"
 //    (MAMF 0.85) rates of large GEMMs, a −6 %…+11 % band on its own (measured here: up to 0.82 of
 //    peak, the ≥ 3 ms GEMMs at 0.72–0.76); the first-order tile/wave/fill model adds the rest (worst
 //    seen: predicted 0.86 of measured for 4096×5120×5120, 0.89 for 1536×1536 at 8192 and 32760
-//    rows, 1.19 for 1024×8960×1536); the repeats’ min–max spread is 1–19 % of the median above
+//    rows, 1.19 for 1024×8960×1536); the repeats' min–max spread is 1–19 % of the median above
 //    100 µs.
 //  - attention, cuDNN (priced as FA3) 20 %: the 11–100 ms kernels (S = 32760 with 12 and 20 heads,
 //    S = 75600) run at 564–582 TFLOP/s, the S ≥ 4096 ones of ≤ 5.2 ms at 587–681: a band like the
