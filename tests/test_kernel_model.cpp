@@ -42,7 +42,7 @@ TEST_CASE("a GEMM's FLOPs are 2mkn and its bytes dtype·(mk + kn + mn)") {
   CHECK(g.bytes(2) == 2.0 * (4096.0 * 3072 + 3072.0 * 12288 + 4096.0 * 12288));
 }
 
-TEST_CASE("wave quantization: one wave of full tiles is exact, one tile more costs a whole wave; split-K in two for K ≥ 2048") {
+TEST_CASE("wave quantization: one wave of full tiles is exact, one tile more costs a whole wave, K ≥ 2048 splits in two within one wave") {
   NodeSpec n = node("1xh100-sxm");  // 132 SMs
   REQUIRE(n.sm_count == 132);
   // Relative to 8192³ (2048 tiles of 128×256 = 15.5 → 16 waves; fill 8192/8448), where η is measured.
