@@ -338,11 +338,20 @@ BenchResult compute_with(Env& env, const std::string& what) {
 BenchResult attention(Env& env) {
   BenchResult r;
   const BenchCublas h(env.a.get());
+  // One tile for every shape, as a run uses: the executor sizes one workspace per rank for the
+  // plan's largest batch·heads and head dim (hw/executor.cu), so the bench measures the tile the
+  // scenario's runs execute with.
+  int64_t max_rows = 0, max_head_dim = 0;
+  for (const auto& a : env.cfg.attentions) {
+    max_rows = std::max(max_rows, a.rows);
+    max_head_dim = std::max(max_head_dim, a.head_dim);
+  }
+  const int64_t run_tile = AttentionTile::choose_tile(max_rows, max_head_dim, env.cfg.attention_tile_bytes);
   for (const auto& a : env.cfg.attentions) {
     AttentionTile tile;
     tile.rows = a.rows;
     tile.head_dim = a.head_dim;
-    tile.tile = AttentionTile::choose_tile(a.rows, a.head_dim, env.cfg.attention_tile_bytes);
+    tile.tile = run_tile;
     DeviceBuffer tb(size_t(AttentionTile::bytes(a.rows, tile.tile, a.head_dim)));
     std::byte* at = tb.get();
     auto take = [&](int64_t bytes) { std::byte* q = at; at += (bytes + 255) / 256 * 256; return q; };

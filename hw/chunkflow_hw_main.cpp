@@ -65,6 +65,19 @@ std::string hex64(uint64_t x) {
   return s.str();
 }
 
+// The scenario as the harness runs it: its attention is the tiled fallback kernel (hw/kernels.cu),
+// so the plan is built, and the run re-simulated, with that kernel's cost
+// (model/tiled_attention.hpp). Another kernel asked for explicitly is refused.
+Scenario hw_scenario(const ScenarioOptions& o) {
+  Scenario sc = resolve_scenario(o);
+  if (sc.workload.attention != AttentionKernel::automatic && sc.workload.attention != AttentionKernel::tiled)
+    throw InputError(o.attention ? "" : sc.file, o.attention ? "--attention" : "/workload/attention",
+                     std::string("chunkflow-hw runs its tiled attention kernel only (hw/README.md); expected tiled or "
+                                 "auto, got \"") + attention_kernel_name(sc.workload.attention) + "\"");
+  sc.workload.attention = AttentionKernel::tiled;
+  return sc;
+}
+
 ojson scenario_json(const Scenario& sc) {
   ojson j;
   j["name"] = sc.name;
@@ -86,6 +99,7 @@ ojson scenario_json(const Scenario& sc) {
   else j["resident_fraction"] = "auto";
   j["lookahead"] = sc.policy.lookahead;
   j["steps"] = sc.policy.steps;
+  j["attention"] = attention_kernel_name(sc.workload.attention);  // what validate re-simulates with
   return j;
 }
 
@@ -144,7 +158,7 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
   if (repeat < 1) throw InputError("", "--repeat", "expected ≥ 1, got " + std::to_string(repeat));
   if (warmup < 0) throw InputError("", "--warmup", "expected ≥ 0, got " + std::to_string(warmup));
   const ExecutorOptions eo = executor_options(o);
-  const Scenario sc = resolve_scenario(o.scenario);
+  const Scenario sc = hw_scenario(o.scenario);
   const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
   validate(plan);  // before execution, as the simulator does
   const Program program = lower(plan, sc.node);
@@ -247,7 +261,7 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
 int cmd_check(const Common& o, int repeat, int argc, const char* const* argv) {
   if (repeat < 1) throw InputError("", "--repeat", "expected ≥ 1, got " + std::to_string(repeat));
   const ExecutorOptions eo = executor_options(o);
-  const Scenario sc = resolve_scenario(o.scenario);
+  const Scenario sc = hw_scenario(o.scenario);
   Scenario base = sc;
   base.policy.policy = "no-offload";
   const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
@@ -318,7 +332,7 @@ int cmd_bench(const ScenarioOptions& so, const std::string& output, bool json, i
     for (const auto& [k, d] : bench_registry()) std::printf("%-32s %s\n", k.c_str(), d.c_str());
     return 0;
   }
-  const Scenario sc = resolve_scenario(so);
+  const Scenario sc = hw_scenario(so);
   BenchConfig cfg;
   cfg.warmup = warmup;
   cfg.repeat = repeat;

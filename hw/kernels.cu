@@ -8,6 +8,7 @@
 
 #include "hw/cuda_util.cuh"
 #include "hw/kernels.cuh"
+#include "model/tiled_attention.hpp"
 
 namespace chunkflow::hw {
 
@@ -257,15 +258,14 @@ void gemm_bf16(cublasHandle_t h, const bf16* x, const bf16* w, bf16* y, int64_t 
                          to_int(n, "n"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// The workspace and tile rule are the simulator's (model/tiled_attention.hpp), so that it prices
+// the tile this kernel runs with.
 int64_t AttentionTile::bytes(int64_t rows, int64_t tile, int64_t head_dim) {
-  const int64_t t2 = rows * tile * tile;
-  return t2 * 4 + t2 * 2 + rows * tile * head_dim * 4 + 2 * rows * tile * 4 + 5 * 256;
+  return tiled_attention_workspace_bytes(rows, tile, head_dim);
 }
 
 int64_t AttentionTile::choose_tile(int64_t rows, int64_t head_dim, int64_t budget_bytes) {
-  int64_t t = 4096;
-  while (t > 16 && bytes(rows, t, head_dim) > budget_bytes) t /= 2;
-  return t;
+  return tiled_attention_tile(rows, head_dim, budget_bytes);
 }
 
 void attention_forward(cublasHandle_t h, cudaStream_t s, const bf16* q, const bf16* k, const bf16* v, bf16* o,

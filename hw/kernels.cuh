@@ -62,7 +62,8 @@ struct AttentionTile {
   float* row_max = nullptr;  ///< [rows × t]
   float* row_sum = nullptr;  ///< [rows × t]
   static int64_t bytes(int64_t rows, int64_t tile, int64_t head_dim);
-  /// Largest power-of-two tile ≤ 4096 whose workspace fits `budget_bytes` (at least 16).
+  /// Largest power-of-two tile ≤ kTiledAttentionMaxTile (1024) whose workspace fits `budget_bytes`
+  /// (at least 16): model/tiled_attention.hpp tiled_attention_tile.
   static int64_t choose_tile(int64_t rows, int64_t head_dim, int64_t budget_bytes);
 };
 

@@ -9,6 +9,7 @@
 #include "model/collective_flows.hpp"
 #include "model/kernel_model.hpp"
 #include "model/link_model.hpp"
+#include "model/tiled_attention.hpp"
 
 namespace chunkflow {
 
@@ -31,6 +32,8 @@ double stage_compute_time_s(const StageCost& stage, const NodeSpec& node) {
       return std::max(math_s, memory_s) + node.compute_launch_s + elementwise_s;
     }
     case BlockStage::Kind::attention:
+      if (stage.attention_kernel == AttentionKernel::tiled)  // chunkflow-hw's fallback, launches included
+        return tiled_attention_time_s(stage.attention, stage.attention_tile, node) + elementwise_s;
       return stage.flop / (attention_efficiency(stage.attention, stage.attention_kernel, node) * node.peak_flop_per_s) +
              node.compute_launch_s + elementwise_s;
     case BlockStage::Kind::all_to_all:

@@ -20,6 +20,7 @@
 
 #include "model/error.hpp"
 #include "model/limits.hpp"
+#include "model/tiled_attention.hpp"
 
 namespace chunkflow {
 
@@ -525,7 +526,8 @@ AttentionKernel attention_kernel_from(const std::string& name, const std::string
   if (name == "fa3") return AttentionKernel::fa3;
   if (name == "sdpa") return AttentionKernel::sdpa;
   if (name == "sage") return AttentionKernel::sage;
-  throw InputError(file, field, "expected one of auto, fa2, fa3, sdpa, sage, got \"" + name + "\"");
+  if (name == "tiled") return AttentionKernel::tiled;
+  throw InputError(file, field, "expected one of auto, fa2, fa3, sdpa, sage, tiled, got \"" + name + "\"");
 }
 
 const char* attention_kernel_name(AttentionKernel k) {
@@ -535,6 +537,7 @@ const char* attention_kernel_name(AttentionKernel k) {
     case AttentionKernel::fa3: return "fa3";
     case AttentionKernel::sdpa: return "sdpa";
     case AttentionKernel::sage: return "sage";
+    case AttentionKernel::tiled: return "tiled";
   }
   return "auto";
 }
@@ -575,6 +578,21 @@ ForwardCost forward_cost(const Workload& w) {
       f.activation_bytes = act.total;
       f.attention_workspace_bytes = act.attention;
     }
+  }
+  if (w.attention == AttentionKernel::tiled) {
+    // The harness sizes one score workspace per rank for the largest batch·heads and head dim of
+    // the plan's attentions; every attention then runs with its tile (hw/executor.cu).
+    int64_t max_rows = 0, max_head_dim = 0;
+    for (const BlockCost& b : per_kind)
+      for (const StageCost& st : b.stages)
+        if (st.stage.kind == BlockStage::Kind::attention) {
+          max_rows = std::max(max_rows, st.attention.batch * st.attention.heads);
+          max_head_dim = std::max(max_head_dim, st.attention.head_dim);
+        }
+    const int64_t tile = tiled_attention_tile(max_rows, max_head_dim);
+    for (BlockCost& b : per_kind)
+      for (StageCost& st : b.stages)
+        if (st.stage.kind == BlockStage::Kind::attention) st.attention_tile = tile;
   }
   for (int i = 0; i < a.block_count(); ++i) {
     const int kind = a.kind_of_block(i);

@@ -14,9 +14,11 @@ namespace chunkflow {
 /// FlashAttention-2 elsewhere (FA3 needs Hopper's wgmma/TMA). `sdpa` is PyTorch's
 /// scaled_dot_product_attention, whose flash backend runs FlashAttention-2 kernels; `sage` is
 /// SageAttention (INT8 QKᵀ). Efficiencies by kernel are in model/kernel_model.hpp.
-enum class AttentionKernel { automatic, fa2, fa3, sdpa, sage };
+/// `tiled`: chunkflow-hw's labelled fallback kernel (cuBLAS batched GEMMs + an online-softmax kernel,
+/// model/tiled_attention.hpp); the harness's runs are predicted with it.
+enum class AttentionKernel { automatic, fa2, fa3, sdpa, sage, tiled };
 
-/// "auto", "fa2", "fa3", "sdpa", "sage". Throws InputError(file, field, ...) naming the
+/// "auto", "fa2", "fa3", "sdpa", "sage", "tiled". Throws InputError(file, field, ...) naming the
 /// expected values for anything else.
 AttentionKernel attention_kernel_from(const std::string& name, const std::string& file = "",
                                       const std::string& field = "--attention");
@@ -201,6 +203,9 @@ struct StageCost {
   double elementwise_bytes = 0;
   int elementwise_kernels = 0;        ///< their kernel launches
   AttentionKernel attention_kernel = AttentionKernel::automatic;  ///< attention stages
+  /// Score tile of the tiled kernel (attention_kernel == tiled): one per forward, from the largest
+  /// batch·heads and head dim of its attentions, as the harness sizes its one workspace per rank.
+  int64_t attention_tile = 0;
   int dtype_bytes = 2;                ///< bytes per activation/weight element (GEMM traffic)
 };
 

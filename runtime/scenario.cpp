@@ -273,8 +273,9 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
   app.add_option("--batch", o.batch, "Batch per forward, " + range_text("--batch"));
   app.add_option("--ulysses", o.ulysses, "Ulysses degree P (divides the heads), " + range_text("--ulysses"));
   app.add_option("--attention", o.attention,
-                 "Attention kernel the compute model prices: fa2 | fa3 | sdpa | sage | auto (default auto: FA3 on "
-                 "Hopper, FA2 elsewhere; model/kernel_model.hpp)");
+                 "Attention kernel the compute model prices: fa2 | fa3 | sdpa | sage | tiled | auto (default auto: FA3 on "
+                 "Hopper, FA2 elsewhere; model/kernel_model.hpp; tiled: chunkflow-hw's fallback kernel, "
+                 "model/tiled_attention.hpp)");
   app.add_flag("--compile", o.compile, "torch.compile'd stack: elementwise ops fused (fewer HBM bytes and launches)");
   app.add_option("--ring", o.ring, "Ring attention degree R (K/V passed peer to peer, overlapped), " +
                                       range_text("--ring") + "; GPUs used = ulysses × ring × tp × (2 with --cfg parallel)");

@@ -60,7 +60,7 @@ struct ScenarioOptions {
   std::optional<bool> fsdp;            ///< --fsdp (sets true); false only from code (validate: a run without FSDP)
   std::optional<double> chunk_mib;
   std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
-  std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|auto (Workload::attention)
+  std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|tiled|auto (Workload::attention)
   bool compile = false;                     ///< --compile (Workload::compiled; the file's value when absent)
   std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };

@@ -70,9 +70,11 @@ T_TESTS=${T_TESTS:-180} T_BENCH=${T_BENCH:-240} T_RUN=${T_RUN:-120}
 if [ "$QUICK" = 1 ]; then WARMUP=1 REPEAT=3 BENCH_REPEAT=5 MAXMIB=256; else WARMUP=2 REPEAT=5 BENCH_REPEAT=10 MAXMIB=1024; fi
 SCENARIOS=$(ls scenarios/hw-*.json)
 POLICIES="no-offload layerwise chunkflow"
-# The proxy mode of the one-GPU runs: copy-engine, the backend `chunkflow calibrate` fits first
-# (collective_proxy_copy_engine), so prediction and measurement describe the same all-to-all.
-COLLECTIVE=${COLLECTIVE:-copy-engine}
+# The proxy mode of the one-GPU runs: kernel (SM-driven, like NCCL's SHM transport), the backend
+# `chunkflow calibrate` fits first (collective_proxy_kernel) and the one the simulator's pcie-proxy
+# all-to-all models, so prediction and measurement describe the same all-to-all. (The copy-engine
+# proxy's host-to-device half queues behind prefetch copies on the copy engine: model/calibration.cpp.)
+COLLECTIVE=${COLLECTIVE:-kernel}
 
 measure() {
   if [ "$NGPU" -lt 1 ]; then echo "first-contact.sh: no GPU (nvidia-smi lists none): nothing to measure" >&2; exit 3; fi
