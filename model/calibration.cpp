@@ -395,11 +395,11 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
     used.insert(key);
   }
   // The collective: t = α + out_bytes/β. The SM-driven proxy first: the simulator's pcie-proxy all-to-all
-  // is SM-driven (per-flow cap shm_flow_bytes_per_s, like NCCL's SHM transport), and it shares the
-  // link with prefetch as the max-min model says (H200, 2026-11-26: layerwise FLUX 1024² measured
-  // 464.6 ms, predicted 461.2). The copy-engine proxy's host-to-device half queues behind the
-  // prefetch copies on the copy engine instead (the same run: 596.3 ms, its all-to-alls 430 ms
-  // against 63 ms alone), which the simulator does not model.
+  // is SM-driven (per-flow cap shm_flow_bytes_per_s, like NCCL's SHM transport) and shares the link
+  // with prefetch by max-min. The copy-engine proxy's host-to-device half queues behind the prefetch
+  // copies on the copy engine instead, which the simulator does not model (H200, 2026-11-26,
+  // layerwise FLUX 1024² on one GPU: 596.3 ms a step with the copy-engine proxy, its all-to-alls
+  // 430 ms; 464.6 ms with the kernel proxy; traces/measured/nvidia-h200/README.md).
   for (const std::string key : {"collective_proxy_kernel", "collective_proxy_copy_engine", "collective_nccl", "collective"}) {
     const Found* f = found(key);
     if (!f) continue;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "model/calibration.hpp"
+#include "model/harness_ops.hpp"
 #include "model/node.hpp"
 #include "model/error.hpp"
 #include "model/limits.hpp"
@@ -173,6 +174,8 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   const fs::path trace = fs::path(path).parent_path() / (fs::path(path).stem().string() + ".trace.json");
   if (fs::exists(trace)) r.trace_path = trace.string();
   r.device = fs::path(path).parent_path().filename().string();
+  if (j.contains("context") && j["context"].is_object() && j["context"].contains("tool") && j["context"]["tool"].is_string())
+    r.harness = j["context"]["tool"].get<std::string>() == "chunkflow-hw";
   if (j.contains("context") && j["context"].is_object())
     for (const char* k : {"gpu_name", "device", "gpu"})
       if (j["context"].contains(k) && j["context"][k].is_string()) {
@@ -234,8 +237,9 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
       if (!e.file().empty() && e.file() == calibration_file) throw;
       throw InputError(run.summary_path, "/scenario", std::string("does not resolve: ") + e.what());
     }
-    const StepPlan plan = build_plan(s.workload, run.plan_node ? *run.plan_node : as_run.node, s.policy);
+    StepPlan plan = build_plan(s.workload, run.plan_node ? *run.plan_node : as_run.node, s.policy);
     validate(plan);
+    if (run.harness) price_as_harness(plan.cost, plan.workload);
     SimOptions so;
     so.record_links = false;
     so.record_memory = false;

@@ -43,6 +43,9 @@ struct MeasuredRun {
   /// calibration, as the harness built it. The plan is then simulated on the calibrated node.
   std::optional<NodeSpec> plan_node;
   int64_t plan_ops = 0;              ///< ops of the measured plan ("plan"/"ops" or "ops"; 0 unknown)
+  /// A chunkflow-hw run (its context's tool): re-simulated with the compute ops as the harness ran
+  /// them (model/harness_ops.hpp price_as_harness), after its plan is built as the harness built it.
+  bool harness = false;
   std::string scenario_name;
   std::string policy;
   double measured_step_time_s = 0;

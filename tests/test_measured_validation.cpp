@@ -23,6 +23,8 @@
 
 #include "model/error.hpp"
 #include "sim/report.hpp"
+#include "model/harness_ops.hpp"
+#include "sim/executor.hpp"
 #include "sim/validate.hpp"
 #include "sim_fixtures.hpp"
 
@@ -83,6 +85,14 @@ nlohmann::json hw_summary(const Workload& w, const std::string& node_id, const P
           {"scenario", sc},
           {"plan", {{"ops", plan_ops}}},
           {"step_time_s", step_time_s}};
+}
+
+/// The step a chunkflow-hw run is re-simulated to: its plan as built, with the compute ops as the
+/// harness executes them (model/harness_ops.hpp, sim/validate.cpp).
+double harness_step_s(const test::Run& r, const NodeSpec& n) {
+  StepPlan plan = r.plan;
+  price_as_harness(plan.cost, plan.workload);
+  return simulate(plan, n).summary.step_time_s;
 }
 
 /// A fresh empty folder under the temporary directory, named for this process.
@@ -177,8 +187,8 @@ TEST_CASE("a measured run with a ring / TP / FSDP / parallel-CFG layout is re-si
     REQUIRE(oracle.result.summary.step_time_s != ulysses_only.result.summary.step_time_s);
 
     const fs::path dir = fresh_dir("layout");
-    write_json(dir / "run.json", hw_summary(c.w, n.id, p, true, oracle.result.summary.step_time_s * scale,
-                                            int64_t(oracle.plan.ops.size())));
+    const double oracle_s = harness_step_s(oracle, n);
+    write_json(dir / "run.json", hw_summary(c.w, n.id, p, true, oracle_s * scale, int64_t(oracle.plan.ops.size())));
     const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
     REQUIRE(runs.size() == 1);
     const Workload rebuilt = resolve_scenario(runs[0].options).workload;
@@ -191,7 +201,7 @@ TEST_CASE("a measured run with a ring / TP / FSDP / parallel-CFG layout is re-si
 
     const ValidationResult v = validate_runs(runs, "");
     REQUIRE(v.rows.size() == 1);
-    CHECK(v.rows[0].predicted_step_time_s == Approx(oracle.result.summary.step_time_s).epsilon(1e-12));
+    CHECK(v.rows[0].predicted_step_time_s == Approx(oracle_s).epsilon(1e-12));
     CHECK_FALSE(v.rows[0].plan_mismatch);  // the harness's op count is the layout plan's
     CHECK(v.rows[0].error == Approx(1.0 / scale - 1.0).epsilon(1e-12));
 
@@ -221,8 +231,7 @@ TEST_CASE("a summary without the layout fields (older chunkflow-hw) is re-simula
   const PolicyConfig p = test::policy("chunkflow", 0.25);
   const test::Run oracle = test::run(w, n, p);
   const fs::path dir = fresh_dir("old-summary");
-  write_json(dir / "run.json", hw_summary(w, n.id, p, false, oracle.result.summary.step_time_s,
-                                          int64_t(oracle.plan.ops.size())));
+  write_json(dir / "run.json", hw_summary(w, n.id, p, false, harness_step_s(oracle, n), int64_t(oracle.plan.ops.size())));
   const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].options.ring == 1);

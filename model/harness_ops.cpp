@@ -1,0 +1,44 @@
+// chunkflow-hw's compute ops, priced; formulas in model/harness_ops.hpp.
+#include "model/harness_ops.hpp"
+
+#include <algorithm>
+
+#include "model/architecture.hpp"
+#include "model/tiled_attention.hpp"
+
+namespace chunkflow {
+
+void price_as_harness(ForwardCost& f, const Workload& w) {
+  const double d = double(architecture(w.model).hidden);
+  int64_t max_m = 1, max_rows = 0, max_head_dim = 0;
+  for (const BlockCost& b : f.blocks)
+    for (const StageCost& st : b.stages) {
+      if (st.stage.kind == BlockStage::Kind::linear) max_m = std::max(max_m, st.gemm.m);
+      if (st.stage.kind == BlockStage::Kind::attention) {
+        max_rows = std::max(max_rows, st.attention.batch * st.attention.heads);
+        max_head_dim = std::max(max_head_dim, st.attention.head_dim);
+      }
+    }
+  const double hidden_elems = double(max_m) * d;
+  const int64_t tile = tiled_attention_tile(max_rows, max_head_dim);
+  for (BlockCost& b : f.blocks)
+    for (StageCost& st : b.stages) {
+      const double dt = double(st.dtype_bytes);
+      if (st.stage.kind == BlockStage::Kind::linear) {
+        const double m = double(st.gemm.m), k = double(st.gemm.k), n = double(st.gemm.n);
+        const bool bias = st.weight_bytes > k * n * dt;  // weights + bias when the linear has one
+        st.elementwise_bytes = dt * (2.0 * m * k + (bias ? 2.0 * m * n : 0.0) + 3.0 * hidden_elems);
+        st.elementwise_kernels = bias ? 3 : 2;
+      } else if (st.stage.kind == BlockStage::Kind::attention) {
+        const AttentionShape& a = st.attention;
+        const double heads = double(a.batch) * double(a.heads), hd = double(a.head_dim);
+        st.elementwise_bytes =
+            dt * (2.0 * (double(a.q_tokens) + 2.0 * double(a.kv_tokens)) * hd * heads + 3.0 * hidden_elems);
+        st.elementwise_kernels = 4;
+        st.attention_kernel = AttentionKernel::tiled;
+        st.attention_tile = tile;
+      }
+    }
+}
+
+}  // namespace chunkflow

@@ -1,0 +1,26 @@
+#pragma once
+// The compute ops as chunkflow-hw executes them (hw/executor.cu op_linear, op_attention), so that
+// the simulator predicts a harness run from what the harness ran. The harness runs the plan's GEMMs
+// and attentions with the model's shapes, but its elementwise kernels are a synthetic dataflow that
+// carries every weight into the final activation (hw/README.md "Dataflow"), not the architecture's
+// norms, modulation and RoPE that StageCost::elementwise_bytes prices; its attention is the tiled
+// fallback kernel (model/tiled_attention.hpp). Per rank, dt = dtype bytes, H = the hidden state's
+// elements (the largest linear m × the model's hidden size d, hw/lowering.cpp hidden_rows):
+//   linear [m×k]·[k×n]: input (RMSNorm of the hidden state, or a fold of the previous output: m·k
+//                       read and written), bias (m·n read and written, when the linear has one),
+//                       residual mix into the hidden state (H read and written, H of the output read):
+//                       bytes dt·(2·m·k + 2·m·n·[bias] + 3·H), kernels 2 + [bias]
+//   attention:          Q, K, V folded from the inputs (each read and written) and the mix:
+//                       bytes dt·(2·(q + 2·kv)·hd·B·heads + 3·H), kernels 4; kernel: tiled
+#include "model/workload.hpp"
+
+namespace chunkflow {
+
+/// Re-prices `f`'s compute stages (formula above) in place: their elementwise bytes and kernels
+/// become the harness's, and attentions use the tiled kernel with the tile the harness picks for
+/// `f`'s attentions. Structure, shapes, FLOPs and weights are unchanged, so a plan built from the
+/// architecture's costs keeps its ops and simulates with the harness's. `w` is the workload `f` was
+/// built from (its model's hidden size and dtype). Throws what architecture(w.model) throws.
+void price_as_harness(ForwardCost& f, const Workload& w);
+
+}  // namespace chunkflow
