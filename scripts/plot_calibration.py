@@ -23,7 +23,9 @@ def transfer_curve(p, x):
     y = a + x / b
     if "break_bytes" in p:
         small = x < p["break_bytes"]
-        y[small] = p["small_alpha_s"] + x[small] / p["small_beta_bytes_per_s"]
+        # An infinite small-copy rate (a constant time below the break) is written as null in JSON.
+        small_beta = p["small_beta_bytes_per_s"]
+        y[small] = p["small_alpha_s"] + (0.0 if small_beta is None else x[small] / small_beta)
     return y
 
 

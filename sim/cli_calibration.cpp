@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chunkflow_version.hpp>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -195,6 +196,7 @@ void do_compare(const CliContext& context, const CompareOptions& o) {
 
 struct ValidateOptions {
   std::string measured_dir, calibration, plot_png, json_out;
+  std::string traces_dir;  ///< --traces: each run's predicted Chrome trace
   bool json_stdout = false;
   // --published (issue 10 §4)
   bool published = false;
@@ -388,13 +390,32 @@ void do_validate_published(const CliContext& context, const ValidateOptions& o) 
 }
 
 void do_validate(const CliContext& context, const ValidateOptions& o) {
+  if (o.published && !o.traces_dir.empty())
+    throw InputError("", "--traces", "expected with --measured only (published records have no timeline)");
   if (o.published) {
     do_validate_published(context, o);
     return;
   }
   if (o.measured_dir.empty()) throw InputError("", "--measured", "expected a folder of measured runs (or --published)");
   const auto runs = find_measured_runs(o.measured_dir);
-  const ValidationResult v = validate_runs(runs, o.calibration);
+  ValidationResult v = validate_runs(runs, o.calibration, !o.traces_dir.empty());
+  if (!o.traces_dir.empty()) {
+    // One predicted trace per run, named after its summary: the same plan and op ids as the
+    // measurement, so `chunkflow compare` lines them up op for op (a plan re-built on the calibrated
+    // node could differ from the one the harness ran).
+    fs::create_directories(o.traces_dir);
+    for (ValidationRow& r : v.rows) {
+      Timeline& t = *r.predicted_timeline;
+      t.context = {{"tool", "chunkflow"},      {"version", kVersion},          {"git_revision", kGitRevision},
+                   {"command_line", context.command_line}, {"source", "simulator"}, {"scenario", r.run.scenario_name},
+                   {"measured", r.run.summary_path}};
+      std::ostringstream out;
+      write_chrome_trace(t, out);
+      write_file_atomic((fs::path(o.traces_dir) / (fs::path(r.run.summary_path).stem().string() + ".predicted.trace.json")).string(),
+                        out.str());
+      r.predicted_timeline.reset();
+    }
+  }
   const json j = validation_json(context, o, v);
   if (!o.json_out.empty()) write_file_atomic(o.json_out, j.dump(2) + "\n");
   if (o.json_stdout) {
@@ -550,6 +571,9 @@ void register_calibration_commands(CLI::App& app, const CliContext& context) {
         ->capture_default_str();
     cmd->add_option("--calibration", o->calibration, "Calibration JSON applied to every run's node (or the published scales)");
     cmd->add_option("--out", o->json_out, "Also write the JSON to this file");
+    cmd->add_option("--traces", o->traces_dir,
+                    "With --measured: write each run's predicted Chrome trace to this folder as <summary>.predicted.trace.json "
+                    "(the plan the run executed; input of chunkflow compare)");
     cmd->add_option("--plot", o->plot_png,
                     "Also draw predicted against measured to this PNG (--published default: out/published.png)");
     cmd->add_flag("!--no-plot", o->plot, "With --published: do not draw the plot");

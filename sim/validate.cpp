@@ -216,7 +216,8 @@ std::optional<MeasuredRun> read_measured_run(const std::string& path) {
   return read_run(j, path);
 }
 
-ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file) {
+ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file,
+                               bool keep_timelines) {
   std::set<std::string> used_hashes, used_paths;
   if (!calibration_file.empty()) {
     const Calibration c = load_calibration(calibration_file);
@@ -241,14 +242,15 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
     validate(plan);
     if (run.harness) price_as_harness(plan.cost, plan.workload);
     SimOptions so;
-    so.record_links = false;
-    so.record_memory = false;
-    const SimResult r = simulate(plan, s.node, so);
+    so.record_links = keep_timelines;
+    so.record_memory = keep_timelines;
+    SimResult r = simulate(plan, s.node, so);
     ValidationRow row;
     row.run = run;
     row.predicted_step_time_s = r.summary.step_time_s;
     row.error = (row.predicted_step_time_s - run.measured_step_time_s) / run.measured_step_time_s;
     row.plan_mismatch = run.plan_ops > 0 && run.plan_ops != int64_t(plan.ops.size());
+    if (keep_timelines) row.predicted_timeline = std::move(r.timeline);
     for (const std::string& p : {run.summary_path, run.trace_path}) {
       if (p.empty()) continue;
       if (used_paths.count(canonical(p)) || (!used_hashes.empty() && used_hashes.count(file_fnv1a64(p)))) row.used_for_fitting = true;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "runtime/scenario.hpp"
+#include "traces/timeline.hpp"
 
 namespace chunkflow {
 
@@ -68,6 +69,7 @@ struct ValidationRow {
   double error = 0;                  ///< (predicted − measured) / measured, signed
   bool used_for_fitting = false;
   bool plan_mismatch = false;        ///< the re-built plan's op count differs from the run's
+  std::optional<Timeline> predicted_timeline;  ///< the re-simulation's timeline (keep_timelines)
 };
 
 struct ValidationResult {
@@ -79,7 +81,10 @@ struct ValidationResult {
 
 /// Re-simulates each run: its plan (built as the run built it, see plan_node) on its scenario's
 /// node with `calibration_file` applied when not empty; compares the step times.
+/// With `keep_timelines`, each row keeps the re-simulation's timeline (link counters included), the
+/// prediction of that run op for op (same plan, same op ids): what `compare` needs.
 /// Throws InputError for a bad calibration or a run whose scenario does not resolve.
-ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file);
+ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::string& calibration_file,
+                               bool keep_timelines = false);
 
 }  // namespace chunkflow

@@ -19,6 +19,7 @@
 #include "runtime/policy.hpp"
 #include "sim/executor.hpp"
 #include "sim/validate.hpp"
+#include "traces/timeline.hpp"
 #include "sim_fixtures.hpp"
 
 using namespace chunkflow;
@@ -205,7 +206,14 @@ TEST_CASE("validate re-simulates a chunkflow-hw run with the harness's compute o
     CHECK(v.rows[0].run.harness == (tool == "chunkflow-hw"));
     CHECK_FALSE(v.rows[0].plan_mismatch);
     CHECK(v.rows[0].predicted_step_time_s == Approx(tool == "chunkflow-hw" ? as_run : as_planned).epsilon(1e-9));
+    CHECK_FALSE(v.rows[0].predicted_timeline);  // kept only when asked (validate --traces)
   }
+  // validate --traces: the kept timeline is the re-simulation of the run's plan, op for op.
+  const ValidationResult kept = validate_runs(find_measured_runs(dir.string()), "", true);
+  REQUIRE(kept.rows.size() == 1);
+  REQUIRE(kept.rows[0].predicted_timeline);
+  CHECK(kept.rows[0].predicted_timeline->rows.size() == plan.ops.size());
+  CHECK(summarize(*kept.rows[0].predicted_timeline).step_time_s == Approx(kept.rows[0].predicted_step_time_s).epsilon(1e-12));
   fs::remove_all(dir);
 }
 
