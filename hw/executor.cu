@@ -396,9 +396,9 @@ void Executor::Impl::op_linear(Rank& r, const OpProgram& op, int& ring, const bf
     // Weights split over the resident arena and slots (or several slots): gather them, keeping
     // the layout's alignment mod 256, so that the GEMM is the no-offload run's GEMM.
     std::byte* g = r.gather.get() + l.layout_begin % kAlignBytes;
+    // On the SMs: a cudaMemcpyAsync D2D would wait behind the H2D copies on the copy engine.
     for (const auto& piece : l.pieces)
-      CF_CUDA(cudaMemcpyAsync(g + (piece.layout_begin - l.layout_begin), where(piece),
-                              size_t(piece.layout_end - piece.layout_begin), cudaMemcpyDeviceToDevice, s));
+      launch_device_copy(g + (piece.layout_begin - l.layout_begin), where(piece), piece.layout_end - piece.layout_begin, s);
     w = g;
   } else {
     w = where(l.pieces.at(0)) + (l.layout_begin - l.pieces[0].layout_begin);
@@ -523,9 +523,8 @@ void Executor::Impl::op_collective(Rank& r, const OpProgram& op) {
       if (op.shard_pieces.size() == 1) {
         shard = where(op.shard_pieces[0]);
       } else if (!op.shard_pieces.empty()) {
-        for (const auto& piece : op.shard_pieces)
-          CF_CUDA(cudaMemcpyAsync(r.shard_send.get() + piece.layout_begin, where(piece),
-                                  size_t(piece.layout_end - piece.layout_begin), cudaMemcpyDeviceToDevice, s));
+        for (const auto& piece : op.shard_pieces)  // on the SMs, as the linears' gathers
+          launch_device_copy(r.shard_send.get() + piece.layout_begin, where(piece), piece.layout_end - piece.layout_begin, s);
         shard = r.shard_send.get();
       }
       if (c.buffer_bytes > 0)

@@ -169,6 +169,16 @@ __device__ void copy_bytes(std::byte* dst, const std::byte* src, int64_t n, int6
   for (int64_t i = done + tid; i < n; i += nthreads) dst[i] = src[i];
 }
 
+/// dst[0, n) = src[0, n) on the SMs. With dst ≡ src (mod 16) the bytes before the first 16-byte
+/// boundary are copied one by one and the rest 16 bytes at a time (copy_bytes); otherwise byte by byte.
+__global__ void device_copy_kernel(std::byte* dst, const std::byte* src, int64_t n) {
+  const int64_t tid = blockIdx.x * int64_t(blockDim.x) + threadIdx.x, nthreads = int64_t(gridDim.x) * blockDim.x;
+  const int64_t misalign = int64_t(reinterpret_cast<uintptr_t>(dst) & 15);
+  const int64_t head = misalign == 0 ? 0 : (n < 16 - misalign ? n : 16 - misalign);
+  for (int64_t i = tid; i < head; i += nthreads) dst[i] = src[i];
+  copy_bytes(dst + head, src + head, n - head, tid, nthreads);
+}
+
 constexpr int kProxyWriters = 16, kProxyReaders = 16, kProxyLocal = 8, kProxyThreads = 512;
 
 __global__ void proxy_all_to_all_kernel(const std::byte* send, std::byte* recv, std::byte* host_out,
@@ -220,6 +230,13 @@ void enqueue_paced_copy(void* dst, const void* src, int64_t bytes, cudaMemcpyKin
                             size_t(std::min(sub_chunk_bytes, bytes - off)), kind, s));
   }
   launch_wait_until(t0, uint64_t(double(bytes) * ns_per_byte), s);
+}
+
+void launch_device_copy(void* dst, const void* src, int64_t bytes, cudaStream_t s) {
+  if (bytes <= 0) return;
+  device_copy_kernel<<<grid_for((bytes + 15) / 16), kThreads, 0, s>>>(static_cast<std::byte*>(dst),
+                                                                     static_cast<const std::byte*>(src), bytes);
+  CF_LAUNCHED("device_copy_kernel");
 }
 
 void launch_rmsnorm(const bf16* in, bf16* out, int64_t rows, int64_t cols, cudaStream_t s) {

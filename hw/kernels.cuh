@@ -38,6 +38,12 @@ void enqueue_paced_copy(void* dst, const void* src, int64_t bytes, cudaMemcpyKin
 /// out[r, :] = in[r, :] / sqrt(mean(in[r, :]²) + 1e-6) for r < rows; `cols` per row, fp32 math.
 void launch_rmsnorm(const bf16* in, bf16* out, int64_t rows, int64_t cols, cudaStream_t s);
 
+/// Device-to-device copy of `bytes` on the SMs (a kernel, not cudaMemcpyAsync): a DMA copy would
+/// queue on a copy engine behind the H2D prefetch copies in flight, stalling the compute stream
+/// that issued it (seen on an H200, 2026-11-26: a gather waited for the next block's chunk copies,
+/// 1–2 ms each; traces/measured/nvidia-h200/README.md). 16-byte accesses when dst ≡ src (mod 16).
+void launch_device_copy(void* dst, const void* src, int64_t bytes, cudaStream_t s);
+
 enum class Activation { identity, gelu_tanh };
 /// dst[i] = act(src[i mod n_src]) for i < n_dst: reshapes any tensor to any size (the harness'
 /// synthetic dataflow between stages of different shapes).
