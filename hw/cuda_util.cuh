@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -151,6 +152,41 @@ class NcclComm {
  private:
   ncclComm_t c_ = nullptr;
 };
+
+/// Graph and executable graph captured from a stream (move-only RAII).
+struct GraphHandle {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GraphHandle() = default;
+  GraphHandle(const GraphHandle&) = delete;
+  GraphHandle& operator=(const GraphHandle&) = delete;
+  ~GraphHandle() {
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    if (graph) (void)cudaGraphDestroy(graph);
+  }
+};
+
+/// Captures what `enqueue` puts on stream `s` (and the streams it forks from `s`) into a CUDA
+/// Graph, instantiated and uploaded; `s` is synchronized before returning. An exception thrown by
+/// `enqueue` ends the capture, frees the partial graph and propagates. Errors: CudaError.
+template <class Enqueue>
+std::unique_ptr<GraphHandle> capture_graph(cudaStream_t s, Enqueue&& enqueue) {
+  auto handle = std::make_unique<GraphHandle>();
+  CF_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(s, &partial);
+    if (partial) (void)cudaGraphDestroy(partial);
+    throw;
+  }
+  CF_CUDA(cudaStreamEndCapture(s, &handle->graph));
+  CF_CUDA(cudaGraphInstantiate(&handle->exec, handle->graph, 0));
+  CF_CUDA(cudaGraphUpload(handle->exec, s));
+  CF_CUDA(cudaStreamSynchronize(s));
+  return handle;
+}
 
 /// Makes `device` current for the calling thread (and names it in errors thrown on this thread).
 void use_device(int device);

@@ -88,19 +88,6 @@ void on_numa_node(int node, const std::function<void()>& work) {
   if (error) std::rethrow_exception(error);
 }
 
-/// Graph and executable graph of one rank's run (move-only RAII).
-struct GraphHandle {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  GraphHandle() = default;
-  GraphHandle(const GraphHandle&) = delete;
-  GraphHandle& operator=(const GraphHandle&) = delete;
-  ~GraphHandle() {
-    if (exec) (void)cudaGraphExecDestroy(exec);
-    if (graph) (void)cudaGraphDestroy(graph);
-  }
-};
-
 }  // namespace
 
 struct Executor::Impl {
@@ -605,22 +592,8 @@ void Executor::Impl::enqueue(int index) {
 void Executor::Impl::capture(int index) {
   Rank& r = ranks[size_t(index)];
   use_device(r.device);
-  const cudaStream_t cs = r.compute->get();
-  auto handle = std::make_unique<GraphHandle>();
-  CF_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
-  try {
-    enqueue(index);
-  } catch (...) {
-    cudaGraph_t partial = nullptr;
-    (void)cudaStreamEndCapture(cs, &partial);
-    if (partial) (void)cudaGraphDestroy(partial);
-    throw;
-  }
-  CF_CUDA(cudaStreamEndCapture(cs, &handle->graph));
-  CF_CUDA(cudaGraphInstantiate(&handle->exec, handle->graph, 0));
-  CF_CUDA(cudaGraphUpload(handle->exec, cs));
-  CF_CUDA(cudaStreamSynchronize(cs));  // before any run: nothing else is queued
-  r.graph = std::move(handle);
+  // Synchronized before any run: nothing else is queued.
+  r.graph = capture_graph(r.compute->get(), [&] { enqueue(index); });
 }
 
 void Executor::Impl::abort_run(int rank, const std::string& why) {
