@@ -65,9 +65,9 @@ std::string hex64(uint64_t x) {
   return s.str();
 }
 
-// The scenario as the harness runs it: its attention is the tiled fallback kernel (hw/kernels.cu),
-// so the plan is built, and the run re-simulated, with that kernel's cost
-// (model/tiled_attention.hpp). Another kernel asked for explicitly is refused.
+// The scenario as the harness runs it: its attention is the tiled fallback kernel (hw/kernels.cu)
+// and its elementwise kernels are its dataflow's, so the plan is built, and the run re-simulated,
+// with those costs (model/harness_ops.hpp). Another attention kernel asked for is refused.
 Scenario hw_scenario(const ScenarioOptions& o) {
   Scenario sc = resolve_scenario(o);
   if (sc.workload.attention != AttentionKernel::automatic && sc.workload.attention != AttentionKernel::tiled)
@@ -75,6 +75,7 @@ Scenario hw_scenario(const ScenarioOptions& o) {
                      std::string("chunkflow-hw runs its tiled attention kernel only (hw/README.md); expected tiled or "
                                  "auto, got \"") + attention_kernel_name(sc.workload.attention) + "\"");
   sc.workload.attention = AttentionKernel::tiled;
+  sc.workload.harness_ops = true;  // plan for the ops it executes (model/harness_ops.hpp)
   return sc;
 }
 
@@ -100,6 +101,7 @@ ojson scenario_json(const Scenario& sc) {
   j["lookahead"] = sc.policy.lookahead;
   j["steps"] = sc.policy.steps;
   j["attention"] = attention_kernel_name(sc.workload.attention);  // what validate re-simulates with
+  j["harness_ops"] = sc.workload.harness_ops;
   return j;
 }
 

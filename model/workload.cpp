@@ -20,6 +20,7 @@
 
 #include "model/error.hpp"
 #include "model/limits.hpp"
+#include "model/harness_ops.hpp"
 #include "model/tiled_attention.hpp"
 
 namespace chunkflow {
@@ -593,6 +594,12 @@ ForwardCost forward_cost(const Workload& w) {
     for (BlockCost& b : per_kind)
       for (StageCost& st : b.stages)
         if (st.stage.kind == BlockStage::Kind::attention) st.attention_tile = tile;
+  }
+  if (w.harness_ops) {
+    ForwardCost kinds;
+    kinds.blocks = std::move(per_kind);
+    price_as_harness(kinds, w);
+    per_kind = std::move(kinds.blocks);
   }
   for (int i = 0; i < a.block_count(); ++i) {
     const int kind = a.kind_of_block(i);

@@ -66,6 +66,10 @@ struct Workload {
   int64_t text_tokens = 0;                ///< T entering the blocks; 0 = the architecture's default
   AttentionKernel attention = AttentionKernel::automatic;  ///< `--attention`
   bool compiled = false;                  ///< `--compile`: elementwise ops fused (fewer bytes, launches)
+  /// `--harness-ops`: compute ops as chunkflow-hw executes them (model/harness_ops.hpp): its tiled
+  /// attention and dataflow kernels instead of the architecture's elementwise ops. The harness plans
+  /// with it, so that its plan fits what it runs; `validate` re-simulates its runs with it.
+  bool harness_ops = false;
   /// Denoising steps of the generation (`--steps`, as users say it); 0 = the model's default
   /// (default_denoising_steps). Not the number of forwards the simulator plans to reach a steady
   /// state: that is PolicyConfig::steps (`--simulated-steps`).

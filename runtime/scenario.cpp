@@ -160,6 +160,11 @@ Workload read_workload(const json& j, const std::string& file) {
     if (!v.is_boolean()) throw InputError(file, "/workload/compile", "expected true or false, got " + v.dump());
     w.compiled = v.get<bool>();
   }
+  if (r.has("harness_ops")) {
+    const json& v = r.raw("harness_ops");
+    if (!v.is_boolean()) throw InputError(file, "/workload/harness_ops", "expected true or false, got " + v.dump());
+    w.harness_ops = v.get<bool>();
+  }
   r.optional_int("ring_degree", w.ring_degree);
   r.optional_int("tp_degree", w.tp_degree);
   if (r.has("fsdp")) {
@@ -170,7 +175,7 @@ Workload read_workload(const json& j, const std::string& file) {
   r.optional_int("steps", w.denoising_steps);
   if (r.has("cfg")) w.cfg = cfg_mode_from(r.string("cfg"), file, "/workload/cfg");
   r.reject_unknown("model, height, width, frames, batch, ulysses_degree, ring_degree, tp_degree, fsdp, attention, "
-                   "compile, steps, cfg");
+                   "compile, harness_ops, steps, cfg");
   return w;
 }
 
@@ -277,6 +282,9 @@ void add_scenario_options(CLI::App& app, ScenarioOptions& o, bool with_policy, b
                  "Hopper, FA2 elsewhere; model/kernel_model.hpp; tiled: chunkflow-hw's fallback kernel, "
                  "model/tiled_attention.hpp)");
   app.add_flag("--compile", o.compile, "torch.compile'd stack: elementwise ops fused (fewer HBM bytes and launches)");
+  app.add_flag("--harness-ops", o.harness_ops,
+               "Price the compute ops as chunkflow-hw executes them: its tiled attention and dataflow kernels "
+               "(model/harness_ops.hpp), to predict a harness run");
   app.add_option("--ring", o.ring, "Ring attention degree R (K/V passed peer to peer, overlapped), " +
                                       range_text("--ring") + "; GPUs used = ulysses × ring × tp × (2 with --cfg parallel)");
   app.add_option("--tp", o.tp, "Tensor-parallel degree T (Megatron column/row split, all-reduce after attention and MLP), " +
@@ -328,6 +336,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   if (o.fsdp) w.fsdp = *o.fsdp;
   if (o.attention) w.attention = attention_kernel_from(*o.attention, "", "--attention");
   if (o.compile) w.compiled = true;
+  if (o.harness_ops) w.harness_ops = true;
   if (o.denoising_steps) w.denoising_steps = *o.denoising_steps;
   if (o.cfg) w.cfg = cfg_mode_from(*o.cfg, "", "--cfg");
   PolicyConfig& p = s.policy;
@@ -377,7 +386,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
   // A scenario changed by node or workload overrides is a different scenario: name it after
   // what it now is, so outputs are not labelled with the file's (or the default's) name.
   if (o.node || o.model || o.height || o.width || o.frames || o.batch || o.ulysses || o.attention || o.compile ||
-      o.ring || o.tp || o.fsdp || o.cfg) {
+      o.harness_ops || o.ring || o.tp || o.fsdp || o.cfg) {
     s.name = w.model + "-" + std::to_string(w.height) + "x" + std::to_string(w.width) + "x" + std::to_string(w.frames) +
              "-b" + std::to_string(w.batch) + "-u" + std::to_string(w.ulysses_degree) +
              (w.ring_degree > 1 ? "-r" + std::to_string(w.ring_degree) : "") +
@@ -385,6 +394,7 @@ Scenario resolve_scenario(const ScenarioOptions& o) {
              (resolved_cfg(w) == CfgMode::parallel ? "-cfgp" : "") + "-" + s.node.id;
     if (w.attention != AttentionKernel::automatic) s.name += std::string("-") + attention_kernel_name(w.attention);
     if (w.compiled) s.name += "-compiled";
+    if (w.harness_ops) s.name += "-harness";
     s.description = "derived from " + (s.file.empty() ? std::string("the embedded default") : s.file) +
                     " with command-line overrides";
   }

@@ -34,8 +34,9 @@ Scenario default_scenario();
 ///    "node": "2xh100-pcie" | {"id": "2xh100-pcie", <NodeSpec numeric fields to override>},
 ///    "workload": {"model", "height", "width", "frames", "batch", "ulysses_degree", "ring_degree",
 ///                 "tp_degree", "fsdp": bool,
-///                 "attention": "auto" | "fa2" | "fa3" | "sdpa" | "sage" (default "auto": FA3 on Hopper,
-///                 FA2 elsewhere), "compile": bool (default false: eager),
+///                 "attention": "auto" | "fa2" | "fa3" | "sdpa" | "sage" | "tiled" (default "auto": FA3 on
+///                 Hopper, FA2 elsewhere), "compile": bool (default false: eager), "harness_ops": bool
+///                 (default false: the architecture's ops; true: as chunkflow-hw executes them),
 ///                 "steps" (denoising steps; default the model's), "cfg": "none" | "sequential" | "parallel"},
 ///    "policy": {"name", "chunk_mib", "resident_fraction": number | "auto", "lookahead", "simulated_steps"
 ///               (forwards simulated; "steps" is accepted as its former name), "memory_budget_gib"}}
@@ -62,6 +63,7 @@ struct ScenarioOptions {
   std::optional<double> memory_budget_gib;  ///< --memory-budget-gib (policy options only)
   std::optional<std::string> attention;     ///< --attention fa2|fa3|sdpa|sage|tiled|auto (Workload::attention)
   bool compile = false;                     ///< --compile (Workload::compiled; the file's value when absent)
+  bool harness_ops = false;                 ///< --harness-ops (Workload::harness_ops)
   std::string calibration_file;  ///< --calibration: model/calibration.hpp JSON applied to the node
 };
 

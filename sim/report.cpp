@@ -59,6 +59,7 @@ json scenario_json(const Scenario& s) {
                    {"frames", w.frames}, {"batch", w.batch},   {"ulysses_degree", w.ulysses_degree},
                    {"attention", attention_kernel_name(resolve_attention_kernel(w.attention, n))},
                    {"compile", w.compiled},
+                   {"harness_ops", w.harness_ops},
                    {"ring_degree", w.ring_degree}, {"tp_degree", w.tp_degree}, {"fsdp", w.fsdp},
                    {"gpus_used", gpus_used(w)},
                    {"denoising_steps", resolved_denoising_steps(w)}, {"cfg", cfg_mode_name(resolved_cfg(w))}};

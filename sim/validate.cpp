@@ -139,6 +139,10 @@ MeasuredRun read_run(const json& j, const std::string& path) {
     (void)attention_kernel_from(*a, path, where("attention"));
     o.attention = *a;
   }
+  if (const json* h = lookup(j, "harness_ops")) {
+    if (!h->is_boolean()) throw InputError(path, where("harness_ops"), "expected true or false, got " + h->dump());
+    o.harness_ops = h->get<bool>();
+  }
   if (const json* c = lookup(j, "compile")) {
     if (!c->is_boolean()) throw InputError(path, where("compile"), "expected true or false, got " + c->dump());
     o.compile = c->get<bool>();

@@ -13,6 +13,7 @@
 #include "model/analytical.hpp"
 #include "model/architecture.hpp"
 #include "model/calibration.hpp"
+#include "model/error.hpp"
 #include "model/harness_ops.hpp"
 #include "model/kernel_model.hpp"
 #include "model/tiled_attention.hpp"
@@ -246,5 +247,61 @@ TEST_CASE("calibrate: the harness's tiled attention bench is recorded against it
   CHECK(c.fit("attention") == nullptr);
   REQUIRE(c.collective_bytes_per_s);
   CHECK(*c.collective_bytes_per_s == Approx(29e9).epsilon(1e-6));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Workload::harness_ops prices the forward as price_as_harness does, and a harness run that planned with it is re-planned with it") {
+  Workload w;
+  w.model = "flux.1-dev";
+  w.height = w.width = 1024;
+  w.frames = 1;
+  w.ulysses_degree = 2;
+  ForwardCost expected = forward_cost(w);
+  price_as_harness(expected, w);
+  w.harness_ops = true;
+  const ForwardCost got = forward_cost(w);
+  REQUIRE(got.blocks.size() == expected.blocks.size());
+  for (std::size_t b = 0; b < got.blocks.size(); ++b) {
+    REQUIRE(got.blocks[b].stages.size() == expected.blocks[b].stages.size());
+    for (std::size_t s = 0; s < got.blocks[b].stages.size(); ++s) {
+      const StageCost &g = got.blocks[b].stages[s], &e = expected.blocks[b].stages[s];
+      CHECK(g.elementwise_bytes == e.elementwise_bytes);
+      CHECK(g.elementwise_kernels == e.elementwise_kernels);
+      CHECK(g.attention_kernel == e.attention_kernel);
+      CHECK(g.attention_tile == e.attention_tile);
+    }
+  }
+  // A chunkflow-hw summary that says harness_ops: its plan (here chunkflow, whose windows depend on
+  // the op costs) is re-built with them, so the op count matches and the prediction is that plan's.
+  const NodeSpec n = node("1xh200");
+  const PolicyConfig p = test::policy("chunkflow", 0.5);
+  const test::Run harness_planned = test::run(w, n, p);
+  const json summary = {
+      {"context", {{"tool", "chunkflow-hw"}, {"gpu_name", "synthetic (tests/test_harness_pricing.cpp)"}}},
+      {"scenario",
+       {{"name", "synthetic"}, {"file", ""}, {"node", "1xh200"}, {"model", w.model}, {"batch", 1}, {"height", w.height},
+        {"width", w.width}, {"frames", w.frames}, {"ulysses_degree", 2}, {"ring_degree", 1}, {"tp_degree", 1},
+        {"fsdp", false}, {"cfg", "none"}, {"policy", "chunkflow"}, {"chunk_bytes", p.chunk_bytes},
+        {"resident_fraction", 0.5}, {"lookahead", p.lookahead}, {"steps", p.steps}, {"attention", "tiled"},
+        {"harness_ops", true}}},
+      {"plan", {{"ops", int64_t(harness_planned.plan.ops.size())}}},
+      {"step_time_s", harness_planned.result.summary.step_time_s}};
+  const fs::path dir = fresh_dir("harness-ops");
+  std::ofstream(dir / "run.json") << summary.dump(2);
+  const ValidationResult v = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(v.rows.size() == 1);
+  CHECK(v.rows[0].run.options.harness_ops);
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+  CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
+  // A malformed flag is refused naming the field.
+  json bad = summary;
+  bad["scenario"]["harness_ops"] = "yes";
+  std::ofstream(dir / "run.json") << bad.dump(2);
+  try {
+    (void)find_measured_runs(dir.string());
+    FAIL("a string harness_ops was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("harness_ops") != std::string::npos);
+  }
   fs::remove_all(dir);
 }
