@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # First contact with a GPU box (issue 13): build (or use given binaries), run the GPU tests, the
-# microbenchmarks (copy-cap included), calibrate the simulator, run the hw scenarios with every
+# microbenchmarks (copy-cap included), the PyTorch kernel timings (scripts/measure_kernels.py, when
+# python3 has torch), calibrate the simulator, run the hw scenarios with every
 # policy, validate the predictions against the measurements and draw the plots. Everything lands,
 # with its context, under traces/measured/<device>/ (or --out DIR). Adapts to one or several
 # GPUs and writes what it skipped, and why, to SKIPPED.txt.
@@ -107,6 +108,15 @@ measure() {
         --caps-gb-per-s 0 2 5 10 15 20 30 40 50 --output "$OUT_DIR/bench/copy-cap.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
   if [ "$NGPU" -lt 2 ]; then
     echo "collective_nccl, H2D on two GPUs at once, H2D beside an NCCL all-to-all: need 2 GPUs, this box has $NGPU (the one-GPU pcie-proxy all-to-all stands in)" >> "$SKIPPED"
+  fi
+
+  # The kernels the compute model prices, as PyTorch runs them (cuBLAS, SDPA backends, elementwise).
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' > /dev/null 2>&1; then
+    log "kernels through PyTorch"
+    timeout $T_BENCH python3 scripts/measure_kernels.py --out "$OUT_DIR/kernels.json" $([ "$QUICK" = 1 ] && echo --quick) \
+      > "$OUT_DIR/kernels.txt" 2>&1 || echo "measure_kernels.py failed or timed out: exit $? (kernels.txt)" | tee -a "$SKIPPED"
+  else
+    echo "kernels.json: python3 has no torch with CUDA here (scripts/measure_kernels.py skipped)" >> "$SKIPPED"
   fi
 
   log "hw scenarios × policies"
