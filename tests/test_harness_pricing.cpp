@@ -44,6 +44,16 @@ double q_tile_formula_s(double rows, double tq, double hd, const NodeSpec& n) {
   return 10 * rows * tq * hd / (n.hbm_efficiency * n.hbm_bytes_per_s) + 2 * n.compute_launch_s;
 }
 
+// Wan2.1-1.3B, 480×832×17, Ulysses 2, priced with the tiled attention: a shape the H200 ran.
+Workload wan_17f_u2_tiled() {
+  Workload w;
+  w.model = "wan2.1-t2v-1.3b";
+  w.frames = 17;
+  w.ulysses_degree = 2;
+  w.attention = AttentionKernel::tiled;
+  return w;
+}
+
 fs::path fresh_dir(const std::string& tag) {
   const fs::path d = fs::temp_directory_path() / ("chunkflow-test-" + tag + "-" + std::to_string(::getpid()));
   fs::remove_all(d);
@@ -98,11 +108,7 @@ TEST_CASE("tiled attention: one full tile, whole tiles and edge tiles follow the
 }
 
 TEST_CASE("attention kernel tiled: every attention of a forward gets the tile of its largest batch*heads, and the stage time is the tiled kernel's") {
-  Workload w;
-  w.model = "wan2.1-t2v-1.3b";
-  w.frames = 17;
-  w.ulysses_degree = 2;
-  w.attention = AttentionKernel::tiled;
+  const Workload w = wan_17f_u2_tiled();
   const NodeSpec n = node("1xh200");
   const ForwardCost f = forward_cost(w);
   int64_t max_rows = 0, max_hd = 0;
@@ -176,11 +182,7 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
 }
 
 TEST_CASE("validate re-simulates a chunkflow-hw run with the harness's compute ops, on the plan built as the harness built it") {
-  Workload w;
-  w.model = "wan2.1-t2v-1.3b";
-  w.frames = 17;
-  w.ulysses_degree = 2;
-  w.attention = AttentionKernel::tiled;
+  const Workload w = wan_17f_u2_tiled();
   const NodeSpec n = node("1xh200");
   const PolicyConfig p = test::policy("layerwise");
   StepPlan plan = build_plan(w, n, p);
