@@ -32,7 +32,7 @@ double stage_compute_time_s(const StageCost& stage, const NodeSpec& node) {
       return std::max(math_s, memory_s) + node.compute_launch_s + elementwise_s;
     }
     case BlockStage::Kind::attention:
-      if (stage.attention_kernel == AttentionKernel::tiled)  // chunkflow-hw's fallback, launches included
+      if (stage.attention_kernel == AttentionKernel::tiled)  // chunkflow-hw's fallback (graph-launched)
         return tiled_attention_time_s(stage.attention, stage.attention_tile, node) + elementwise_s;
       return stage.flop / (attention_efficiency(stage.attention, stage.attention_kernel, node) * node.peak_flop_per_s) +
              node.compute_launch_s + elementwise_s;

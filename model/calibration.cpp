@@ -534,27 +534,31 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
   const Found* attention_found = found("attention");
   if (attention_found && !attention_found->m->points.empty() && has(*attention_found, 0, "tile")) {
     // chunkflow-hw's tiled fallback kernel (its points carry the score tile): it is not the kernel
-    // node.attention_efficiency describes (FlashAttention-class), so nothing is fitted from it. The
-    // simulator prices it from the GEMM, HBM and launch figures (model/tiled_attention.hpp); the fit
-    // records how far that is from the measurement: t_measured = s · t_model, s by least squares.
+    // node.attention_efficiency describes (FlashAttention-class), so that is not fitted from it. The
+    // simulator prices it from its kernels' GEMM FLOPs and HBM bytes (model/tiled_attention.hpp);
+    // the fit is t_measured = s · t_model (relative least squares), s applied as
+    // node.tiled_attention_scale: the kernels' achieved rates and the gaps between them.
     std::vector<double> x, y;
     CalibrationFit fit;
     fit.name = "attention_tiled";
     fit.measurement_key = "attention";
-    fit.formula = "t = t_tiled(shape, tile) (model/tiled_attention.hpp); s = measured/model by least squares, recorded, not applied";
+    fit.formula = "t = s * t_tiled(shape, tile) (model/tiled_attention.hpp)";
     fit.x_name = "model_time_s";
     fit.y_name = "time_s";
     for (std::size_t i = 0; i < attention_found->m->points.size(); ++i) {
       const AttentionShape a{1, int64_t(need(*attention_found, i, "rows")), int64_t(need(*attention_found, i, "q_tokens")),
                              int64_t(need(*attention_found, i, "kv_tokens")), int64_t(need(*attention_found, i, "head_dim"))};
-      x.push_back(tiled_attention_time_s(a, int64_t(need(*attention_found, i, "tile")), node));
+      NodeSpec model_node = node;
+      model_node.tiled_attention_scale = 1.0;
+      x.push_back(tiled_attention_time_s(a, int64_t(need(*attention_found, i, "tile")), model_node));
       y.push_back(need(*attention_found, i, "time_s_median"));
     }
     const double slope = fit_through_origin(x, y);
-    fit.parameters = {{"measured_over_model", slope}};
-    for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i], y[i], x[i], {}});  // as applied: unscaled
+    fit.parameters = {{"scale", slope}};
+    for (std::size_t i = 0; i < x.size(); ++i) fit.points.push_back({x[i], y[i], slope * x[i], {}});
     set_quality(fit);
     c.fits.push_back(fit);
+    c.tiled_attention_scale = slope;
     used.insert("attention");
     attention_found = nullptr;
   }

@@ -103,6 +103,7 @@ struct Calibration {
   std::optional<double> collective_latency_s, collective_bytes_per_s;  ///< β on out_bytes
   std::optional<double> compute_slowdown_h2d, compute_slowdown_collective;
   std::optional<double> gemm_efficiency, attention_efficiency;
+  std::optional<double> tiled_attention_scale;  ///< chunkflow-hw's tiled attention: measured / model
   std::vector<GemmEfficiencyTable> gemm_tables;
   /// Scales fitted on published records (`chunkflow validate --published --calibrate-on`,
   /// model/calibration_published.hpp), GPU-independent: they multiply the node's catalogue

@@ -59,6 +59,7 @@ json parameters_json(const Calibration& c) {
   put("compute_slowdown_collective", c.compute_slowdown_collective);
   put("gemm_efficiency", c.gemm_efficiency);
   put("attention_efficiency", c.attention_efficiency);
+  put("tiled_attention_scale", c.tiled_attention_scale);
   put("gemm_efficiency_scale", c.gemm_efficiency_scale);
   put("attention_efficiency_scale", c.attention_efficiency_scale);
   put("hbm_efficiency_scale", c.hbm_efficiency_scale);
@@ -165,6 +166,7 @@ Calibration load_calibration(const std::string& path) {
       {"compute_slowdown_collective", &Calibration::compute_slowdown_collective, non_negative, "a non-negative slowdown fraction"},
       {"gemm_efficiency", &Calibration::gemm_efficiency, fraction, "an efficiency in (0, 1]"},
       {"attention_efficiency", &Calibration::attention_efficiency, fraction, "an efficiency in (0, 1]"},
+      {"tiled_attention_scale", &Calibration::tiled_attention_scale, positive, "a positive scale"},
       {"gemm_efficiency_scale", &Calibration::gemm_efficiency_scale, positive, "a positive scale"},
       {"attention_efficiency_scale", &Calibration::attention_efficiency_scale, positive, "a positive scale"},
       {"hbm_efficiency_scale", &Calibration::hbm_efficiency_scale, positive, "a positive scale"},
@@ -244,6 +246,7 @@ void apply_calibration(const Calibration& c, NodeSpec& node) {
   const double rescale = c.peak_flop_per_s / node.peak_flop_per_s;  // η_node = achieved / peak_node
   if (c.gemm_efficiency) node.gemm_efficiency = std::min(1.0, *c.gemm_efficiency * rescale);
   if (c.attention_efficiency) node.attention_efficiency = std::min(1.0, *c.attention_efficiency * rescale);
+  if (c.tiled_attention_scale) node.tiled_attention_scale = *c.tiled_attention_scale;
   if (!c.gemm_tables.empty()) {
     node.gemm_efficiency_tables = c.gemm_tables;
     for (auto& t : node.gemm_efficiency_tables)

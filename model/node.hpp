@@ -113,6 +113,9 @@ struct NodeSpec {
   /// Achieved / datasheet HBM bandwidth of streaming elementwise kernels, in (0, 1]: 89–93 %
   /// measured (gpu-catalogue.md §2.4: H20 92.8 %, RTX 4090 91 %, A800 89 %) → 0.90.
   double hbm_efficiency = 0.9;
+  /// Measured / modelled time of chunkflow-hw's tiled attention (model/tiled_attention.hpp), > 0:
+  /// 1 uncalibrated; `chunkflow calibrate` sets it from the harness's attention bench.
+  double tiled_attention_scale = 1.0;
   /// Host (CPU) time to issue one kernel from eager PyTorch, s: a forward whose kernels take less
   /// GPU time than this × their count is CPU-bound (model/published_predict.hpp). 45 µs: fitted on
   /// the published record xdit-flux-u4-eager ((4.24 s − 23 ms text/VAE) / 28 steps / 3306 kernels);

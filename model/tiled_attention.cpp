@@ -22,7 +22,7 @@ int64_t tiled_attention_tile(int64_t rows, int64_t head_dim, int64_t budget_byte
 
 namespace {
 
-// One (q tile, kv tile) pair of tq × tk scores per head, in seconds (launches excluded).
+// One (q tile, kv tile) pair of tq × tk scores per head, in seconds (unscaled).
 double pair_time_s(double rows, double tq, double tk, double hd, const NodeSpec& node) {
   const double bw = node.hbm_efficiency * node.hbm_bytes_per_s;
   const double e = rows * tq * tk;
@@ -50,16 +50,15 @@ double tiled_attention_time_s(const AttentionShape& a, int64_t tile, const NodeS
   const int64_t k_full = a.kv_tokens / t, k_edge = a.kv_tokens % t;
   const std::pair<int64_t, int64_t> q_tiles[2] = {{q_full, t}, {q_edge > 0 ? 1 : 0, q_edge}};
   const std::pair<int64_t, int64_t> k_tiles[2] = {{k_full, t}, {k_edge > 0 ? 1 : 0, k_edge}};
-  const double launch = node.compute_launch_s;
   double total = 0;
   for (const auto& [nq, tq] : q_tiles) {
     if (nq == 0) continue;
-    double per_q = (10.0 * r * double(tq) * hd) / bw + 2.0 * launch;  // init + finish
+    double per_q = (10.0 * r * double(tq) * hd) / bw;  // init + finish
     for (const auto& [nk, tk] : k_tiles)
-      if (nk > 0) per_q += double(nk) * (pair_time_s(r, double(tq), double(tk), hd, node) + 3.0 * launch);
+      if (nk > 0) per_q += double(nk) * pair_time_s(r, double(tq), double(tk), hd, node);
     total += double(nq) * per_q;
   }
-  return total;
+  return node.tiled_attention_scale * total;
 }
 
 }  // namespace chunkflow

@@ -13,12 +13,14 @@
 //                 the accumulator: (10·e + 8·rows·tq·hd) / BW
 //     O += P·V    strided-batched GEMM {m = rows·tq, k = tk, n = hd}, fp32 accumulate:
 //                 max(2·e·hd / (η_gemm · P), (2·e + 8·rows·tq·hd + 2·rows·tk·hd) / BW)
-//     3 launches; 2 per q tile.
 // with η_gemm = gemm_efficiency (model/kernel_model.hpp), P = node.peak_flop_per_s,
-// BW = node.hbm_efficiency · node.hbm_bytes_per_s, a launch = node.compute_launch_s.
-// Checked on an H200 (traces/measured/nvidia-h200/bench/, 2026-11-26): with t = 1024 the model is
-// within 3 % of the measured kernel at 1k–32k tokens; at t = 2048 it is 24 % fast (not explained:
-// the harness caps the tile at kTiledAttentionMaxTile).
+// BW = node.hbm_efficiency · node.hbm_bytes_per_s; the sum is multiplied by
+// node.tiled_attention_scale (1 uncalibrated; `chunkflow calibrate` fits it on the harness's
+// attention bench). No launch term: the harness launches the kernels from a CUDA graph, and what the
+// gaps between them cost is in the calibrated scale.
+// On an H200 (2026-11-26, tile 1024, stream-launched bench at 1k–32k tokens) the measured times
+// were 1.27–1.31× this sum at 6 and at 12 heads; inside the graph-launched runs 1.31× at 12 heads
+// (FLUX) and 1.16× at 6 (Wan 81 frames): unexplained, a scale fitted on one does not fit both.
 #include <cstdint>
 
 namespace chunkflow {
@@ -41,8 +43,9 @@ int64_t tiled_attention_workspace_bytes(int64_t rows, int64_t tile, int64_t head
 /// `head_dim` the largest head dim (one workspace serves every attention of a rank).
 int64_t tiled_attention_tile(int64_t rows, int64_t head_dim, int64_t budget_bytes = kTiledAttentionWorkspaceBytes);
 
-/// Seconds of one tiled attention of shape `a` with score tile `tile` on `node` (formula above);
-/// launches included. 0 for an empty shape; `tile` ≤ 0 means tiled_attention_tile(a's rows, a's head dim).
+/// Seconds of one tiled attention of shape `a` with score tile `tile` on `node` (formula above,
+/// times node.tiled_attention_scale). 0 for an empty shape; `tile` ≤ 0 means
+/// tiled_attention_tile(a's rows, a's head dim).
 double tiled_attention_time_s(const AttentionShape& a, int64_t tile, const NodeSpec& node);
 
 }  // namespace chunkflow

@@ -37,11 +37,11 @@ double pair_formula_s(double rows, double tq, double tk, double hd, const NodeSp
   const double sm = (10 * e + 8 * rows * tq * hd) / bw;
   const double g2 = std::max(flop / (gemm_efficiency(GemmShape{int64_t(rows * tq), int64_t(tk), int64_t(hd)}, n) * n.peak_flop_per_s),
                              (2 * e + 8 * rows * tq * hd + 2 * rows * tk * hd) / bw);
-  return g1 + sm + g2 + 3 * n.compute_launch_s;
+  return g1 + sm + g2;
 }
 
 double q_tile_formula_s(double rows, double tq, double hd, const NodeSpec& n) {
-  return 10 * rows * tq * hd / (n.hbm_efficiency * n.hbm_bytes_per_s) + 2 * n.compute_launch_s;
+  return 10 * rows * tq * hd / (n.hbm_efficiency * n.hbm_bytes_per_s);
 }
 
 // Wan2.1-1.3B, 480×832×17, Ulysses 2, priced with the tiled attention: a shape the H200 ran.
@@ -100,6 +100,11 @@ TEST_CASE("tiled attention: one full tile, whole tiles and edge tiles follow the
     CHECK(tiled_attention_time_s(AttentionShape{2, rows / 2, 4096, 4096, 128}, t, n) ==
           Approx(tiled_attention_time_s(AttentionShape{1, rows, 4096, 4096, 128}, t, n)).epsilon(1e-12));
   }
+  // The calibrated scale multiplies the whole time.
+  NodeSpec scaled = n;
+  scaled.tiled_attention_scale = 1.3;
+  const AttentionShape big{1, 6, 32760, 32760, 128};
+  CHECK(tiled_attention_time_s(big, 1024, scaled) == Approx(1.3 * tiled_attention_time_s(big, 1024, n)).epsilon(1e-12));
   CHECK(tiled_attention_time_s(AttentionShape{}, 1024, n) == 0.0);
   CHECK(tiled_attention_time_s(AttentionShape{1, 12, 0, 4096, 128}, 1024, n) == 0.0);
   // tile ≤ 0: the harness's tile for the shape's own rows and head dim.
@@ -220,7 +225,7 @@ TEST_CASE("validate re-simulates a chunkflow-hw run with the harness's compute o
   fs::remove_all(dir);
 }
 
-TEST_CASE("calibrate: the harness's tiled attention bench is recorded against its model, not fitted as FlashAttention, and the SM-driven proxy is fitted first") {
+TEST_CASE("calibrate: the harness's tiled attention bench scales its own model, not FlashAttention's efficiency, and the SM-driven proxy is fitted first") {
   const NodeSpec base = node("1xh200");
   json attn = json::array();
   for (int64_t rows : {6, 12})
@@ -245,7 +250,14 @@ TEST_CASE("calibrate: the harness's tiled attention bench is recorded against it
   const Calibration c = fit_calibration({read_measurement_file((dir / "bench.json").string())}, base);
   CHECK_FALSE(c.attention_efficiency);
   REQUIRE(c.fit("attention_tiled"));
-  CHECK(c.fit("attention_tiled")->parameters.at("measured_over_model") == Approx(1.25).epsilon(1e-9));
+  CHECK(c.fit("attention_tiled")->parameters.at("scale") == Approx(1.25).epsilon(1e-9));
+  REQUIRE(c.tiled_attention_scale);
+  CHECK(*c.tiled_attention_scale == Approx(1.25).epsilon(1e-9));
+  NodeSpec applied = base;
+  apply_calibration(c, applied);
+  CHECK(applied.tiled_attention_scale == Approx(1.25).epsilon(1e-9));
+  const AttentionShape shape{1, 12, 4096, 4096, 128};
+  CHECK(tiled_attention_time_s(shape, 1024, applied) == Approx(1.25 * tiled_attention_time_s(shape, 1024, base)).epsilon(1e-9));
   CHECK(c.fit("attention") == nullptr);
   REQUIRE(c.collective_bytes_per_s);
   CHECK(*c.collective_bytes_per_s == Approx(29e9).epsilon(1e-6));
