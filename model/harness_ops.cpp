@@ -39,6 +39,20 @@ void price_as_harness(ForwardCost& f, const Workload& w) {
         st.attention_tile = tile;
       }
     }
+  // Packs: the compute op a collective depends on fills its send buffer at its end (a fold of its
+  // output: the buffer written, as much read), one kernel per collective (hw/lowering.cpp packs).
+  // The FSDP all-gather sends the weight shard in place: no pack.
+  for (BlockCost& b : f.blocks) {
+    StageCost* producer = nullptr;
+    for (StageCost& st : b.stages) {
+      if (st.stage.kind != BlockStage::Kind::all_to_all) {
+        producer = &st;
+      } else if (producer && st.collective != CollectiveKind::all_gather && st.all_to_all_buffer_bytes > 0) {
+        producer->elementwise_bytes += 2.0 * st.all_to_all_buffer_bytes;
+        producer->elementwise_kernels += 1;
+      }
+    }
+  }
 }
 
 }  // namespace chunkflow

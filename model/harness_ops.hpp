@@ -12,6 +12,10 @@
 //                       bytes dt·(2·m·k + 2·m·n·[bias] + 3·H), kernels 2 + [bias]
 //   attention:          Q, K, V folded from the inputs (each read and written) and the mix:
 //                       bytes dt·(2·(q + 2·kv)·hd·B·heads + 3·H), kernels 4; kernel: tiled
+//   + per collective (not the FSDP all-gather), on the compute stage before it in the block: its
+//     send buffer S filled by a fold of that stage's output: bytes 2·S, 1 kernel.
+// Not priced: the gathers of linears that straddle chunk boundaries (they depend on the plan's
+// chunks, not on the forward; hw/README.md "Linears straddling chunks").
 #include "model/workload.hpp"
 
 namespace chunkflow {

@@ -180,8 +180,17 @@ Workload read_workload(const json& j, const std::string& file) {
 }
 
 /// FA3 only on Hopper (model/kernel_model.hpp attention_kernel_runs_on): a request the GPU cannot run
-/// is an input error naming the field, not a silent FA2.
-void check_attention_kernel(const Workload& w, const NodeSpec& n, const std::string& file, const std::string& field) {
+/// is an input error naming the field, not a silent FA2. With harness_ops the attention is the
+/// harness's tiled kernel: "auto" becomes "tiled" (so outputs name the kernel priced), another
+/// kernel is refused.
+void check_attention_kernel(Workload& w, const NodeSpec& n, const std::string& file, const std::string& field) {
+  if (w.harness_ops) {
+    if (w.attention != AttentionKernel::automatic && w.attention != AttentionKernel::tiled)
+      throw InputError(file, field,
+                       std::string("expected tiled or auto with harness_ops (chunkflow-hw runs its tiled attention), got ") +
+                           attention_kernel_name(w.attention));
+    w.attention = AttentionKernel::tiled;
+  }
   if (!attention_kernel_runs_on(w.attention, n))
     throw InputError(file, field,
                      "expected fa2, sdpa, sage or auto on node " + n.id + " (" + n.gpu_architecture +

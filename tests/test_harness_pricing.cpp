@@ -18,6 +18,7 @@
 #include "model/kernel_model.hpp"
 #include "model/tiled_attention.hpp"
 #include "runtime/policy.hpp"
+#include "runtime/scenario.hpp"
 #include "sim/executor.hpp"
 #include "sim/validate.hpp"
 #include "traces/timeline.hpp"
@@ -153,9 +154,22 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
         if (st.stage.kind == BlockStage::Kind::linear) max_m = std::max(max_m, st.gemm.m);
     const double hidden = double(max_m) * d;
     REQUIRE(f.blocks.size() == before.blocks.size());
-    int linears_with_bias = 0;
+    int linears_with_bias = 0, packs = 0;
     for (std::size_t b = 0; b < f.blocks.size(); ++b) {
       REQUIRE(f.blocks[b].stages.size() == before.blocks[b].stages.size());
+      // Packs: each collective after a compute stage (before the next one) adds 2·S bytes, 1 kernel.
+      std::vector<double> pack_bytes(f.blocks[b].stages.size(), 0.0);
+      std::vector<int> pack_kernels(f.blocks[b].stages.size(), 0);
+      int producer = -1;
+      for (std::size_t s = 0; s < f.blocks[b].stages.size(); ++s) {
+        const StageCost& st = before.blocks[b].stages[s];
+        if (st.stage.kind != BlockStage::Kind::all_to_all) producer = int(s);
+        else if (producer >= 0 && st.collective != CollectiveKind::all_gather && st.all_to_all_buffer_bytes > 0) {
+          pack_bytes[size_t(producer)] += 2 * st.all_to_all_buffer_bytes;
+          pack_kernels[size_t(producer)] += 1;
+          ++packs;
+        }
+      }
       for (std::size_t s = 0; s < f.blocks[b].stages.size(); ++s) {
         const StageCost& st = f.blocks[b].stages[s];
         const StageCost& was = before.blocks[b].stages[s];
@@ -169,20 +183,22 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
           const bool bias = st.weight_bytes == (k * n + n) * dt;
           if (!bias) CHECK(st.weight_bytes == k * n * dt);
           linears_with_bias += bias;
-          CHECK(st.elementwise_bytes == Approx(dt * (2 * m * k + (bias ? 2 * m * n : 0) + 3 * hidden)).epsilon(1e-12));
-          CHECK(st.elementwise_kernels == (bias ? 3 : 2));
+          CHECK(st.elementwise_bytes == Approx(dt * (2 * m * k + (bias ? 2 * m * n : 0) + 3 * hidden) + pack_bytes[s]).epsilon(1e-12));
+          CHECK(st.elementwise_kernels == (bias ? 3 : 2) + pack_kernels[s]);
         } else if (st.stage.kind == BlockStage::Kind::attention) {
           const AttentionShape& a = st.attention;
           CHECK(st.attention_kernel == AttentionKernel::tiled);
           CHECK(st.elementwise_bytes ==
-                Approx(dt * (2.0 * double(a.q_tokens + 2 * a.kv_tokens) * double(a.head_dim * a.batch * a.heads) + 3 * hidden)).epsilon(1e-12));
-          CHECK(st.elementwise_kernels == 4);
+                Approx(dt * (2.0 * double(a.q_tokens + 2 * a.kv_tokens) * double(a.head_dim * a.batch * a.heads) + 3 * hidden) +
+                       pack_bytes[s]).epsilon(1e-12));
+          CHECK(st.elementwise_kernels == 4 + pack_kernels[s]);
         } else {
           CHECK(st.elementwise_bytes == was.elementwise_bytes);
         }
       }
     }
     CHECK(linears_with_bias > 0);  // both models' linears carry biases
+    CHECK(packs > 0);              // Ulysses 2: the all-to-alls' send buffers
   }
 }
 
@@ -316,6 +332,30 @@ TEST_CASE("Workload::harness_ops prices the forward as price_as_harness does, an
     FAIL("a string harness_ops was accepted");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("harness_ops") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("harness_ops takes the tiled attention: auto becomes tiled, another kernel is refused naming the option or field") {
+  ScenarioOptions o;
+  o.harness_ops = true;
+  CHECK(resolve_scenario(o).workload.attention == AttentionKernel::tiled);
+  o.attention = "fa3";
+  try {
+    (void)resolve_scenario(o);
+    FAIL("harness_ops with --attention fa3 was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("--attention") != std::string::npos);
+    CHECK(std::string(e.what()).find("expected tiled or auto") != std::string::npos);
+  }
+  const fs::path dir = fresh_dir("harness-ops-file");
+  std::ofstream(dir / "s.json") << R"({"name": "x", "node": "1xh200", "workload": {"model": "wan2.1-t2v-1.3b", "height": 480,
+    "width": 832, "frames": 17, "ulysses_degree": 2, "attention": "sdpa", "harness_ops": true}})";
+  try {
+    (void)load_scenario((dir / "s.json").string());
+    FAIL("a scenario file with harness_ops and sdpa was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("/workload/attention") != std::string::npos);
   }
   fs::remove_all(dir);
 }
