@@ -46,7 +46,7 @@ struct BenchConfig {
   int ulysses_degree = 2;              ///< P of the proxy all-to-all
   std::vector<BenchGemm> gemms;
   std::vector<BenchAttention> attentions;
-  int64_t attention_tile_bytes = 256ll << 20;
+  int64_t attention_tile_bytes = kTiledAttentionWorkspaceBytes;  ///< as the executor (model/tiled_attention.hpp)
   std::vector<std::string> only;       ///< keys to run (empty: all)
   /// copy_cap: the caps to pace an H2D copy to, in bytes/s (0 = no cap).
   std::vector<double> copy_caps_bytes_per_s{0, 5e9, 10e9, 20e9, 30e9, 40e9, 50e9};

@@ -65,46 +65,6 @@ std::string hex64(uint64_t x) {
   return s.str();
 }
 
-// The scenario as the harness runs it: its attention is the tiled fallback kernel (hw/kernels.cu)
-// and its elementwise kernels are its dataflow's, so the plan is built, and the run re-simulated,
-// with those costs (model/harness_ops.hpp). Another attention kernel asked for is refused.
-Scenario hw_scenario(const ScenarioOptions& o) {
-  Scenario sc = resolve_scenario(o);
-  if (sc.workload.attention != AttentionKernel::automatic && sc.workload.attention != AttentionKernel::tiled)
-    throw InputError(o.attention ? "" : sc.file, o.attention ? "--attention" : "/workload/attention",
-                     std::string("chunkflow-hw runs its tiled attention kernel only (hw/README.md); expected tiled or "
-                                 "auto, got \"") + attention_kernel_name(sc.workload.attention) + "\"");
-  sc.workload.attention = AttentionKernel::tiled;
-  sc.workload.harness_ops = true;  // plan for the ops it executes (model/harness_ops.hpp)
-  return sc;
-}
-
-ojson scenario_json(const Scenario& sc) {
-  ojson j;
-  j["name"] = sc.name;
-  j["file"] = sc.file;
-  j["node"] = sc.node.id;
-  j["model"] = sc.workload.model;
-  j["batch"] = sc.workload.batch;
-  j["height"] = sc.workload.height;
-  j["width"] = sc.workload.width;
-  j["frames"] = sc.workload.frames;
-  j["ulysses_degree"] = sc.workload.ulysses_degree;
-  j["ring_degree"] = sc.workload.ring_degree;  // the layout, as simulate's rows name it
-  j["tp_degree"] = sc.workload.tp_degree;
-  j["fsdp"] = sc.workload.fsdp;
-  j["cfg"] = cfg_mode_name(resolved_cfg(sc.workload));
-  j["policy"] = sc.policy.policy;
-  j["chunk_bytes"] = sc.policy.chunk_bytes;
-  if (sc.policy.resident_fraction) j["resident_fraction"] = *sc.policy.resident_fraction;
-  else j["resident_fraction"] = "auto";
-  j["lookahead"] = sc.policy.lookahead;
-  j["steps"] = sc.policy.steps;
-  j["attention"] = attention_kernel_name(sc.workload.attention);  // what validate re-simulates with
-  j["harness_ops"] = sc.workload.harness_ops;
-  return j;
-}
-
 ojson plan_json(const StepPlan& plan, const Program& p) {
   ojson j;
   j["policy"] = plan.info.policy;

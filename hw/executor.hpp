@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hw/program.hpp"
+#include "model/tiled_attention.hpp"
 
 namespace chunkflow::hw {
 
@@ -61,7 +62,7 @@ struct ExecutorOptions {
   uint64_t seed = 1;                       ///< weights and initial hidden state
   ProxyMode proxy_mode = ProxyMode::kernel;
   LaunchMode launch = LaunchMode::graph;
-  int64_t attention_tile_bytes = 256ll << 20;  ///< workspace bound of one attention score tile
+  int64_t attention_tile_bytes = kTiledAttentionWorkspaceBytes;  ///< workspace bound of one attention score tile
   double latch_timeout_s = 5.0;            ///< direct launch: spin-latch release bound
   /// A run not finished this many seconds after its launch is aborted (RunAbortedError).
   double run_deadline_s = 300.0;

@@ -11,11 +11,23 @@
 
 #include "hw/executor.hpp"
 #include "hw/program.hpp"
+#include "runtime/scenario.hpp"
 #include "traces/timeline.hpp"
 
 namespace chunkflow::hw {
 
 using Context = std::map<std::string, std::string>;
+
+/// The scenario as the harness runs it: `resolve_scenario(o)` with the tiled attention
+/// (hw/kernels.cu) and harness_ops (model/harness_ops.hpp), so that the plan is built, and the run
+/// re-simulated by `chunkflow validate`, with the costs of what the harness executes. Throws
+/// InputError naming --attention or /workload/attention for another attention kernel, and what
+/// resolve_scenario throws.
+Scenario hw_scenario(const ScenarioOptions& o);
+
+/// The /scenario block of a run or check summary: what `chunkflow validate` rebuilds the run from
+/// (sim/validate.cpp read_run): node id, model, shape, layout, policy, attention, harness_ops.
+nlohmann::ordered_json scenario_json(const Scenario& sc);
 
 /// Now in UTC, ISO 8601 with seconds: "2025-01-31T12:34:56Z".
 std::string utc_iso8601_now();

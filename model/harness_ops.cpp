@@ -8,19 +8,25 @@
 
 namespace chunkflow {
 
-void price_as_harness(ForwardCost& f, const Workload& w) {
-  const double d = double(architecture(w.model).hidden);
-  int64_t max_m = 1, max_rows = 0, max_head_dim = 0;
-  for (const BlockCost& b : f.blocks)
-    for (const StageCost& st : b.stages) {
-      if (st.stage.kind == BlockStage::Kind::linear) max_m = std::max(max_m, st.gemm.m);
+int64_t harness_attention_tile(const std::vector<BlockCost>& blocks) {
+  int64_t max_rows = 0, max_head_dim = 0;
+  for (const BlockCost& b : blocks)
+    for (const StageCost& st : b.stages)
       if (st.stage.kind == BlockStage::Kind::attention) {
         max_rows = std::max(max_rows, st.attention.batch * st.attention.heads);
         max_head_dim = std::max(max_head_dim, st.attention.head_dim);
       }
-    }
+  return tiled_attention_tile(max_rows, max_head_dim);
+}
+
+void price_as_harness(ForwardCost& f, const Workload& w) {
+  const double d = double(architecture(w.model).hidden);
+  int64_t max_m = 1;
+  for (const BlockCost& b : f.blocks)
+    for (const StageCost& st : b.stages)
+      if (st.stage.kind == BlockStage::Kind::linear) max_m = std::max(max_m, st.gemm.m);
   const double hidden_elems = double(max_m) * d;
-  const int64_t tile = tiled_attention_tile(max_rows, max_head_dim);
+  const int64_t tile = harness_attention_tile(f.blocks);
   for (BlockCost& b : f.blocks)
     for (StageCost& st : b.stages) {
       const double dt = double(st.dtype_bytes);

@@ -16,6 +16,9 @@
 //     send buffer S filled by a fold of that stage's output: bytes 2·S, 1 kernel.
 // Not priced: the gathers of linears that straddle chunk boundaries (they depend on the plan's
 // chunks, not on the forward; hw/README.md "Linears straddling chunks").
+#include <cstdint>
+#include <vector>
+
 #include "model/workload.hpp"
 
 namespace chunkflow {
@@ -26,5 +29,9 @@ namespace chunkflow {
 /// architecture's costs keeps its ops and simulates with the harness's. `w` is the workload `f` was
 /// built from (its model's hidden size and dtype). Throws what architecture(w.model) throws.
 void price_as_harness(ForwardCost& f, const Workload& w);
+
+/// The score tile the harness uses for every attention of these blocks: tiled_attention_tile of
+/// their largest batch·heads and head dim (one workspace per rank, hw/executor.cu).
+int64_t harness_attention_tile(const std::vector<BlockCost>& blocks);
 
 }  // namespace chunkflow

@@ -21,7 +21,6 @@
 #include "model/error.hpp"
 #include "model/limits.hpp"
 #include "model/harness_ops.hpp"
-#include "model/tiled_attention.hpp"
 
 namespace chunkflow {
 
@@ -583,14 +582,7 @@ ForwardCost forward_cost(const Workload& w) {
   if (w.attention == AttentionKernel::tiled) {
     // The harness sizes one score workspace per rank for the largest batch·heads and head dim of
     // the plan's attentions; every attention then runs with its tile (hw/executor.cu).
-    int64_t max_rows = 0, max_head_dim = 0;
-    for (const BlockCost& b : per_kind)
-      for (const StageCost& st : b.stages)
-        if (st.stage.kind == BlockStage::Kind::attention) {
-          max_rows = std::max(max_rows, st.attention.batch * st.attention.heads);
-          max_head_dim = std::max(max_head_dim, st.attention.head_dim);
-        }
-    const int64_t tile = tiled_attention_tile(max_rows, max_head_dim);
+    const int64_t tile = harness_attention_tile(per_kind);
     for (BlockCost& b : per_kind)
       for (StageCost& st : b.stages)
         if (st.stage.kind == BlockStage::Kind::attention) st.attention_tile = tile;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -398,6 +399,16 @@ void do_validate(const CliContext& context, const ValidateOptions& o) {
   }
   if (o.measured_dir.empty()) throw InputError("", "--measured", "expected a folder of measured runs (or --published)");
   const auto runs = find_measured_runs(o.measured_dir);
+  if (!o.traces_dir.empty()) {  // one trace per summary name: refuse two runs that would share one
+    std::map<std::string, std::string> by_stem;
+    for (const MeasuredRun& r : runs) {
+      const std::string stem = fs::path(r.summary_path).stem().string();
+      if (const auto [it, fresh] = by_stem.emplace(stem, r.summary_path); !fresh)
+        throw InputError("", "--traces",
+                         "runs " + it->second + " and " + r.summary_path + " would both write " + stem +
+                             ".predicted.trace.json; validate their folders separately");
+    }
+  }
   ValidationResult v = validate_runs(runs, o.calibration, !o.traces_dir.empty());
   if (!o.traces_dir.empty()) {
     // One predicted trace per run, named after its summary: the same plan and op ids as the

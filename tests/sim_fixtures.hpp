@@ -1,7 +1,10 @@
 #pragma once
 // Helpers shared by the simulator tests: build a plan for a scenario and simulate it.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +15,15 @@
 #include "sim/grid.hpp"
 
 namespace chunkflow::test {
+
+/// A fresh empty folder under the temporary directory, named for `tag` and this process.
+inline std::filesystem::path fresh_dir(const std::string& tag) {
+  const std::filesystem::path d =
+      std::filesystem::temp_directory_path() / ("chunkflow-test-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
 
 inline Workload workload(const std::string& model, int64_t h, int64_t w, int64_t frames, int ulysses) {
   Workload wl;

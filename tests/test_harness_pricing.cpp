@@ -55,13 +55,6 @@ Workload wan_17f_u2_tiled() {
   return w;
 }
 
-fs::path fresh_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / ("chunkflow-test-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 }  // namespace
 
 TEST_CASE("tiled attention: the tile is the largest power of two <= 1024 whose workspace fits the budget") {
@@ -211,7 +204,7 @@ TEST_CASE("validate re-simulates a chunkflow-hw run with the harness's compute o
   price_as_harness(plan.cost, plan.workload);
   const double as_run = simulate(plan, n).summary.step_time_s;
   REQUIRE(std::abs(as_run / as_planned - 1) > 1e-3);  // the re-pricing matters at this shape
-  const fs::path dir = fresh_dir("harness-run");
+  const fs::path dir = test::fresh_dir("harness-run");
   for (const std::string tool : {"chunkflow-hw", "chunkflow"}) {
     const json summary = {
         {"context", {{"tool", tool}, {"gpu_name", "synthetic (tests/test_harness_pricing.cpp)"}}},
@@ -261,7 +254,7 @@ TEST_CASE("calibrate: the harness's tiled attention bench scales its own model, 
                        {{{"key", "attention"}, {"points", attn}},
                         {{"key", "collective_proxy_copy_engine"}, {"points", collective(50e9)}},
                         {{"key", "collective_proxy_kernel"}, {"points", collective(29e9)}}}}};
-  const fs::path dir = fresh_dir("harness-cal");
+  const fs::path dir = test::fresh_dir("harness-cal");
   std::ofstream(dir / "bench.json") << bench.dump();
   const Calibration c = fit_calibration({read_measurement_file((dir / "bench.json").string())}, base);
   CHECK_FALSE(c.attention_efficiency);
@@ -316,7 +309,7 @@ TEST_CASE("Workload::harness_ops prices the forward as price_as_harness does, an
         {"harness_ops", true}}},
       {"plan", {{"ops", int64_t(harness_planned.plan.ops.size())}}},
       {"step_time_s", harness_planned.result.summary.step_time_s}};
-  const fs::path dir = fresh_dir("harness-ops");
+  const fs::path dir = test::fresh_dir("harness-ops");
   std::ofstream(dir / "run.json") << summary.dump(2);
   const ValidationResult v = validate_runs(find_measured_runs(dir.string()), "");
   REQUIRE(v.rows.size() == 1);
@@ -348,7 +341,7 @@ TEST_CASE("harness_ops takes the tiled attention: auto becomes tiled, another ke
     CHECK(std::string(e.what()).find("--attention") != std::string::npos);
     CHECK(std::string(e.what()).find("expected tiled or auto") != std::string::npos);
   }
-  const fs::path dir = fresh_dir("harness-ops-file");
+  const fs::path dir = test::fresh_dir("harness-ops-file");
   std::ofstream(dir / "s.json") << R"({"name": "x", "node": "1xh200", "workload": {"model": "wan2.1-t2v-1.3b", "height": 480,
     "width": 832, "frames": 17, "ulysses_degree": 2, "attention": "sdpa", "harness_ops": true}})";
   try {

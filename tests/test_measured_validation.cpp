@@ -95,14 +95,6 @@ double harness_step_s(const test::Run& r, const NodeSpec& n) {
   return simulate(plan, n).summary.step_time_s;
 }
 
-/// A fresh empty folder under the temporary directory, named for this process.
-fs::path fresh_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / ("chunkflow-test-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 void write_json(const fs::path& file, const nlohmann::json& j) { std::ofstream(file) << j.dump(2); }
 }  // namespace
 
@@ -186,7 +178,7 @@ TEST_CASE("a measured run with a ring / TP / FSDP / parallel-CFG layout is re-si
     const test::Run ulysses_only = test::run(test::workload(model, 480, 832, 17, c.w.ulysses_degree), n, p);
     REQUIRE(oracle.result.summary.step_time_s != ulysses_only.result.summary.step_time_s);
 
-    const fs::path dir = fresh_dir("layout");
+    const fs::path dir = test::fresh_dir("layout");
     const double oracle_s = harness_step_s(oracle, n);
     write_json(dir / "run.json", hw_summary(c.w, n.id, p, true, oracle_s * scale, int64_t(oracle.plan.ops.size())));
     const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
@@ -230,7 +222,7 @@ TEST_CASE("a summary without the layout fields (older chunkflow-hw) is re-simula
   const Workload w = test::workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
   const PolicyConfig p = test::policy("chunkflow", 0.25);
   const test::Run oracle = test::run(w, n, p);
-  const fs::path dir = fresh_dir("old-summary");
+  const fs::path dir = test::fresh_dir("old-summary");
   write_json(dir / "run.json", hw_summary(w, n.id, p, false, harness_step_s(oracle, n), int64_t(oracle.plan.ops.size())));
   const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
   REQUIRE(runs.size() == 1);
@@ -277,7 +269,7 @@ TEST_CASE("a summary without the layout fields (older chunkflow-hw) is re-simula
 TEST_CASE("malformed layout fields of a measured run are refused naming the file, the field and the expected form") {
   const Workload w = test::layout("wan2.1-t2v-1.3b", 480, 832, 17, 2, 2, 2, true, CfgMode::none);
   const PolicyConfig p = test::policy("layerwise", 0.25);
-  const fs::path dir = fresh_dir("bad-layout");
+  const fs::path dir = test::fresh_dir("bad-layout");
   const std::string file = (dir / "run.json").string();
   struct Bad {
     std::string key;

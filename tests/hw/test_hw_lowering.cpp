@@ -2,13 +2,22 @@
 // (hw/lowering.hpp). CPU only.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <queue>
 #include <set>
 
 #include "hw/lowering.hpp"
+#include "hw/report.hpp"
+#include "model/architecture.hpp"
+#include "model/harness_ops.hpp"
+#include "model/tiled_attention.hpp"
 #include "model/error.hpp"
 #include "runtime/policy.hpp"
+#include "sim/executor.hpp"
+#include "sim/validate.hpp"
+#include "tests/sim_fixtures.hpp"
 
 using namespace chunkflow;
 using namespace chunkflow::hw;
@@ -292,4 +301,93 @@ TEST_CASE("the harness runs bf16 only", "[hw][lowering]") {
   StepPlan plan = make_plan(c);
   plan.workload.dtype_bytes = 4;
   CHECK_THROWS_AS(lower(plan, node(c.node)), InputError);
+}
+
+TEST_CASE("price_as_harness sees what the harness lowers: hidden state, attention rows and tile, biases") {
+  // model/harness_ops.hpp prices the harness's kernels from the forward cost; hw/lowering.cpp sizes
+  // the buffers those kernels touch. They must agree for every model, layout and policy.
+  int plans = 0;
+  for (const std::string& id : architecture_ids())
+    for (int tp : {1, 2})
+      for (int u : {1, 2})
+        for (const char* policy : {"no-offload", "layerwise", "chunkflow"}) {
+          Workload w;
+          w.model = id;
+          const bool video = architecture(id).text_mode == UlyssesTextMode::none;
+          w.frames = video ? 17 : 1;
+          w.height = video ? 480 : 512;
+          w.width = video ? 832 : 512;
+          w.tp_degree = tp;
+          w.ulysses_degree = u;
+          w.harness_ops = true;
+          w.attention = AttentionKernel::tiled;
+          const NodeSpec n = node(tp * u > 1 ? "8xh100-sxm" : "1xh200");
+          PolicyConfig p;
+          p.policy = policy;
+          p.steps = 1;
+          StepPlan plan;
+          Program prog;
+          try {
+            validate(w);
+            plan = build_plan(w, n, p);
+            prog = lower(plan, n);
+          } catch (const InputError&) {
+            continue;  // a layout the model's heads do not divide
+          }
+          ++plans;
+          INFO(id << " TP " << tp << " U " << u << " " << policy);
+          int64_t max_m = 1;
+          for (const BlockCost& b : plan.cost.blocks)
+            for (const StageCost& st : b.stages)
+              if (st.stage.kind == BlockStage::Kind::linear) max_m = std::max(max_m, st.gemm.m);
+          CHECK(prog.hidden_rows == max_m);
+          CHECK(prog.hidden == architecture(id).hidden);
+          // The executor's one workspace: the plan's largest batch·heads and head dim (executor.cu).
+          int64_t max_head_dim = 0;
+          for (const OpProgram& o : prog.ops)
+            if (o.work == Work::attention) max_head_dim = std::max(max_head_dim, o.attention.head_dim);
+          const int64_t tile = tiled_attention_tile(prog.max_attention_rows, max_head_dim);
+          CHECK(harness_attention_tile(plan.cost.blocks) == tile);
+          for (const BlockCost& b : plan.cost.blocks)
+            for (const StageCost& st : b.stages)
+              if (st.stage.kind == BlockStage::Kind::attention) CHECK(st.attention_tile == tile);
+          for (const OpProgram& o : prog.ops) {
+            if (o.work != Work::linear) continue;
+            const StageCost& st = plan.stage_of(plan.ops[size_t(o.id)]);
+            CHECK((st.weight_bytes > double(st.gemm.k) * double(st.gemm.n) * st.dtype_bytes) == o.linear.bias);
+          }
+        }
+  CHECK(plans >= 20);
+}
+
+TEST_CASE("a run summary's scenario block, as the harness writes it, is re-planned by validate into the plan it ran") {
+  ScenarioOptions o;
+  o.node = "1xh200";
+  o.model = "flux.1-dev";
+  o.height = 512;
+  o.width = 512;
+  o.frames = 1;
+  o.ulysses = 2;
+  o.policy = "chunkflow";
+  o.chunk_mib = 16;
+  o.resident_fraction = "0.5";
+  const Scenario sc = hw_scenario(o);
+  CHECK(sc.workload.harness_ops);
+  CHECK(sc.workload.attention == AttentionKernel::tiled);
+  const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
+  const double step_s = simulate(plan, sc.node).summary.step_time_s;
+  const nlohmann::json summary = {{"context", {{"tool", "chunkflow-hw"}, {"gpu_name", "synthetic (tests/hw/test_hw_lowering.cpp)"}}},
+                                  {"scenario", nlohmann::json::parse(scenario_json(sc).dump())},
+                                  {"plan", {{"ops", int64_t(plan.ops.size())}}},
+                                  {"step_time_s", step_s}};
+  const std::filesystem::path dir = test::fresh_dir("hw-scenario-json");
+  std::ofstream(dir / "run.json") << summary.dump(2);
+  const ValidationResult v = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(v.rows.size() == 1);
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+  CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
+  std::filesystem::remove_all(dir);
+  // Another attention kernel is refused: the harness runs its tiled kernel only.
+  o.attention = "fa3";
+  CHECK_THROWS_AS(hw_scenario(o), InputError);
 }
