@@ -153,7 +153,9 @@ def main():
         ops = {
             "layer_norm": (lambda: torch.nn.functional.layer_norm(x, (d,)), 2 * elem),
             "gelu_tanh": (lambda: torch.nn.functional.gelu(x, approximate="tanh"), 2 * elem),
-            "modulate": (lambda: x * (1 + scale) + shift, 2 * elem),
+            # Eager x·(1+scale)+shift is two full-size kernels (the multiply, then the add): each
+            # reads and writes the activation. (kernels.json of 2026-11-26 counted one pass, 2·elem.)
+            "modulate": (lambda: x * (1 + scale) + shift, 4 * elem),
             "residual_add": (lambda: x + y, 3 * elem),
         }
         for name, (fn, nbytes) in ops.items():
