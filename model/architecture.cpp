@@ -86,6 +86,16 @@ ElementwiseOp on_attention(std::string name, AttentionKind kind, TokenScope scop
   return op;
 }
 
+// Splits an op's eager bytes by access class (ElementwiseAccess): `row_reduction_b` and
+// `broadcast_b` of its eager_bytes_per_element, the rest streaming.
+ElementwiseOp split(ElementwiseOp op, double row_reduction_b, double broadcast_b) {
+  if (row_reduction_b < 0 || broadcast_b < 0 || row_reduction_b + broadcast_b > op.eager_bytes_per_element)
+    throw std::logic_error("elementwise op " + op.name + ": class bytes exceed its eager bytes");
+  op.eager_row_reduction_bytes_per_element = row_reduction_b;
+  op.eager_broadcast_bytes_per_element = broadcast_b;
+  return op;
+}
+
 // Ulysses pack/unpack around the 4 all-to-alls (yunchang SeqAllToAll4D: reshape + contiguous
 // before, and after, the collective): q, k, v, o each read and written twice in bf16 = 4 · 2 · 4 B.
 ElementwiseOp ulysses_pack(AttentionKind kind, TokenScope scope) {
@@ -129,23 +139,26 @@ BlockKind double_stream_block(int count, int64_t d, int64_t mlp, const std::vect
   for (int i = 4; i < 10; ++i) k.program.push_back(linear_stage(i));
   // Non-GEMM work per element of [joint rows × d], both streams together (diffusers
   // FluxTransformerBlock / hyvideo MMDoubleStreamBlock, bf16 activations):
-  //  norm1 LayerNorm (r2 w2) + x·(1+scale)+shift (2 kernels, r2 w2 each) = 12 B;
-  //  QK RMSNorm on q and k (to fp32, pow, mean, rsqrt·x, to bf16, ·weight ≈ 30 B each) = 60 B;
-  //  RoPE on q and k in fp32 (rotate-half stack 8 B, x·cos 14, x_rot·sin 14, add 12, cast 6) = 108 B;
+  //  norm1 LayerNorm (r2 w2) + x·(1+scale)+shift (1+scale on [B, d], then 2 full-size kernels with
+  //  a broadcast [B, 1, d] operand, r2 w2 each) = 12 B, 4 kernels per stream;
+  //  QK RMSNorm on q and k (to fp32, pow, mean, rsqrt·x, to bf16, ·weight ≈ 30 B each: the mean a
+  //  row reduction 4 B, rsqrt·x and ·weight broadcasts ≈ 10 B) = 60 B;
+  //  RoPE on q and k in fp32 (rotate-half stack 8 B, x·cos 14, x_rot·sin 14, add 12, cast 6; cos and
+  //  sin broadcast over batch and heads) = 108 B;
   //  cat of text and image q, k, v (r2 w2 each) = 12 B; split of the output 4 B;
-  //  gate·attn + residual (mul 4, add 6) = 10 B; norm2 + modulation 12 B;
+  //  gate·attn + residual (gate [B, 1, d] broadcast mul 4, add 6) = 10 B; norm2 + modulation 12 B;
   //  GELU-tanh over [rows × F] (r2 w2); gate·mlp + residual 10 B.
   // Fused: one read and one write per op (norm+mod 4, QK-norm+RoPE 8, residual 6), the cat kept.
   k.elementwise = {
-      on_linear("norm1+modulate", 2, TokenScope::joint, 1, 12, 6, 4, 2),
-      on_attention("qk_rmsnorm", AttentionKind::joint, TokenScope::joint, 60, 24, 0, 0),
-      on_attention("rope", AttentionKind::joint, TokenScope::joint, 108, 14, 8, 2),
+      split(on_linear("norm1+modulate", 2, TokenScope::joint, 1, 12, 8, 4, 2), 4, 8),
+      split(on_attention("qk_rmsnorm", AttentionKind::joint, TokenScope::joint, 60, 24, 0, 0), 8, 20),
+      split(on_attention("rope", AttentionKind::joint, TokenScope::joint, 108, 14, 8, 2), 0, 56),
       on_attention("joint_cat_split", AttentionKind::joint, TokenScope::joint, 16, 5, 16, 5),
       ulysses_pack(AttentionKind::joint, TokenScope::joint),
-      on_linear("gated_residual.attn", 4, TokenScope::joint, 1, 10, 4, 6, 2),
-      on_linear("norm2+modulate", 6, TokenScope::joint, 1, 12, 6, 4, 2),
+      split(on_linear("gated_residual.attn", 4, TokenScope::joint, 1, 10, 4, 6, 2), 0, 4),
+      split(on_linear("norm2+modulate", 6, TokenScope::joint, 1, 12, 8, 4, 2), 4, 8),
       on_linear("gelu_tanh", 6, TokenScope::joint, double(mlp) / double(d), 4, 2, 4, 2),
-      on_linear("gated_residual.mlp", 7, TokenScope::joint, 1, 10, 4, 6, 2),
+      split(on_linear("gated_residual.mlp", 7, TokenScope::joint, 1, 10, 4, 6, 2), 0, 4),
   };
   return k;
 }
@@ -168,17 +181,18 @@ BlockKind single_stream_block(int count, int64_t d, int64_t mlp, const std::vect
   append_ulysses_attention(k.program, AttentionKind::joint);
   k.program.push_back(linear_stage(2));
   // Non-GEMM work per element of [joint rows × d] (diffusers FluxSingleTransformerBlock /
-  // hyvideo MMSingleStreamBlock): norm + modulation 12 B; QK RMSNorm 60 B; RoPE 108 B (as the
-  // double block); GELU over [rows × F]; cat(attn, mlp) into [rows × (d+F)] (r2 w2);
-  // gate·out + residual 10 B. Fused as in the double block.
+  // hyvideo MMSingleStreamBlock): norm + modulation 12 B (LayerNorm, 1+scale, two broadcast
+  // kernels); QK RMSNorm 60 B; RoPE 108 B (as the double block); GELU over [rows × F];
+  // cat(attn, mlp) into [rows × (d+F)] (r2 w2); gate·out + residual 10 B. Access classes and
+  // fusion as in the double block.
   k.elementwise = {
-      on_linear("norm+modulate", 1, TokenScope::joint, 1, 12, 3, 4, 1),
-      on_attention("qk_rmsnorm", AttentionKind::joint, TokenScope::joint, 60, 12, 0, 0),
-      on_attention("rope", AttentionKind::joint, TokenScope::joint, 108, 14, 8, 1),
+      split(on_linear("norm+modulate", 1, TokenScope::joint, 1, 12, 4, 4, 1), 4, 8),
+      split(on_attention("qk_rmsnorm", AttentionKind::joint, TokenScope::joint, 60, 12, 0, 0), 8, 20),
+      split(on_attention("rope", AttentionKind::joint, TokenScope::joint, 108, 14, 8, 1), 0, 56),
       ulysses_pack(AttentionKind::joint, TokenScope::joint),
       on_linear("gelu_tanh", 2, TokenScope::joint, double(mlp) / double(d), 4, 1, 4, 1),
       on_linear("cat_attn_mlp", 2, TokenScope::joint, double(d + mlp) / double(d), 4, 1, 4, 1),
-      on_linear("gated_residual", 2, TokenScope::joint, 1, 10, 2, 6, 1),
+      split(on_linear("gated_residual", 2, TokenScope::joint, 1, 10, 2, 6, 1), 0, 4),
   };
   return k;
 }
@@ -211,27 +225,31 @@ BlockKind wan_block(int count, int64_t d, int64_t ffn) {
   for (int i = 7; i < 10; ++i) k.program.push_back(linear_stage(i));
   // Non-GEMM work per element of [S_loc × d] (Wan2.1 wan/modules/model.py WanAttentionBlock; the
   // residual stream x is fp32 because the modulation runs under autocast(float32)):
-  //  norm1 LayerNorm fp32 (r4 w4) + ·(1+e1)+e0 (r4 w4 twice) + bf16 casts of the input of q, k, v
-  //  under autocast (r4 w2, three times) = 8 + 16 + 18 = 42 B;
-  //  RMSNorm over d of q and k (float, pow, mean, rsqrt·x, type_as, ·weight ≈ 36 B each) = 72 B;
-  //  rope_apply in float64 complex on q and k (to f64 r2 w8, complex mul r8 w8, back r8 w4, cat
-  //  r4 w4 ≈ 46 B each) = 92 B; fp32 → bf16 casts of q, k for flash attention 12 B;
-  //  x + y·e2 in fp32 (r2 w4, r4 r4 w4) = 18 B; norm3 + cast 14 B; cross q RMSNorm 36 B;
-  //  cross residual 10 B; norm2 + modulation + cast 30 B; GELU-tanh over [S × F] (r2 w2);
-  //  x + y·e5 18 B. Fused: norm+mod 6 B (r4 w2), QK-norm+RoPE 8 B, residuals 10 B (fp32 stream).
+  //  norm1 LayerNorm fp32 (r4 w4, row reduction) + 1+e1 on [B, d] + ·(1+e1)+e0 (r4 w4 twice,
+  //  broadcast [B, 1, d] operands) + bf16 casts of the input of q, k, v under autocast (r4 w2,
+  //  three times) = 8 + 16 + 18 = 42 B, 7 kernels;
+  //  RMSNorm over d of q and k (float, pow, mean, rsqrt·x, type_as, ·weight ≈ 36 B each: the mean a
+  //  row reduction 4 B, rsqrt·x and ·weight broadcasts ≈ 14 B) = 72 B;
+  //  rope_apply in float64 complex on q and k (to f64 r2 w8, complex mul by the freqs broadcast
+  //  over batch and heads r8 w8, back r8 w4, cat r4 w4 ≈ 46 B each) = 92 B; fp32 → bf16 casts of
+  //  q, k for flash attention 12 B;
+  //  x + y·e2 in fp32 (broadcast mul r2 w4, add r4 r4 w4) = 18 B; norm3 (row reduction 8 B) + cast
+  //  14 B; cross q RMSNorm 36 B; cross residual 10 B; norm2 + modulation + cast 30 B (8 row
+  //  reduction, 16 broadcast); GELU-tanh over [S × F] (r2 w2); x + y·e5 18 B.
+  //  Fused: norm+mod 6 B (r4 w2), QK-norm+RoPE 8 B, residuals 10 B (fp32 stream).
   k.elementwise = {
-      on_linear("norm1+modulate", 0, TokenScope::video, 1, 42, 6, 6, 1),
-      on_attention("qk_rmsnorm", AttentionKind::self_video, TokenScope::video, 72, 12, 0, 0),
-      on_attention("rope_f64", AttentionKind::self_video, TokenScope::video, 92, 16, 8, 1),
+      split(on_linear("norm1+modulate", 0, TokenScope::video, 1, 42, 7, 6, 1), 8, 16),
+      split(on_attention("qk_rmsnorm", AttentionKind::self_video, TokenScope::video, 72, 12, 0, 0), 8, 28),
+      split(on_attention("rope_f64", AttentionKind::self_video, TokenScope::video, 92, 16, 8, 1), 0, 32),
       on_attention("qk_casts", AttentionKind::self_video, TokenScope::video, 12, 2, 0, 0),
       ulysses_pack(AttentionKind::self_video, TokenScope::video),
-      on_linear("gated_residual.self", 3, TokenScope::video, 1, 18, 2, 10, 1),
-      on_linear("norm3", 4, TokenScope::video, 1, 14, 2, 6, 1),
-      on_attention("cross_q_rmsnorm", AttentionKind::cross_text, TokenScope::video, 36, 6, 4, 1),
+      split(on_linear("gated_residual.self", 3, TokenScope::video, 1, 18, 2, 10, 1), 0, 6),
+      split(on_linear("norm3", 4, TokenScope::video, 1, 14, 2, 6, 1), 8, 0),
+      split(on_attention("cross_q_rmsnorm", AttentionKind::cross_text, TokenScope::video, 36, 6, 4, 1), 4, 14),
       on_linear("residual.cross", 7, TokenScope::video, 1, 10, 1, 10, 1),
-      on_linear("norm2+modulate", 8, TokenScope::video, 1, 30, 5, 6, 1),
+      split(on_linear("norm2+modulate", 8, TokenScope::video, 1, 30, 5, 6, 1), 8, 16),
       on_linear("gelu_tanh", 8, TokenScope::video, double(ffn) / double(d), 4, 1, 4, 1),
-      on_linear("gated_residual.ffn", 9, TokenScope::video, 1, 18, 2, 10, 1),
+      split(on_linear("gated_residual.ffn", 9, TokenScope::video, 1, 18, 2, 10, 1), 0, 6),
   };
   return k;
 }

@@ -45,6 +45,14 @@ struct BlockStage {
   AllToAllTensor tensor = AllToAllTensor::q;    ///< kind == all_to_all (skipped when P == 1)
 };
 
+/// How an elementwise kernel touches memory, which sets the share of the GPU's streaming HBM rate
+/// it reaches (model/kernel_model.hpp elementwise_access_fraction):
+enum class ElementwiseAccess {
+  streaming,      ///< same-shape contiguous operands (residual add, casts, copies, activations)
+  row_reduction,  ///< a reduction along each row (LayerNorm, the mean of an RMSNorm)
+  broadcast,      ///< a full-size tensor with a broadcast operand (x·(1+scale)+shift, gate·y, x·cos)
+};
+
 /// A memory-bound (non-GEMM) operation of a block: norms, adaLN modulation, QK-norm, RoPE,
 /// activations, gated residuals, concatenations and the Ulysses pack/unpack copies. Its HBM
 /// traffic is rows · hidden · width_over_hidden · bytes_per_element, with rows those of `scope`
@@ -59,8 +67,16 @@ struct ElementwiseOp {
   TokenScope scope = TokenScope::video; ///< which rows it runs over
   double width_over_hidden = 1;         ///< tensor width / d (F/d for an FFN activation)
   double eager_bytes_per_element = 0;   ///< HBM bytes read + written per element, eager
+  /// Of eager_bytes_per_element: the bytes of row-reduction and of broadcast kernels (the rest are
+  /// streaming; ElementwiseAccess). PyTorch eager kernels, counted from the upstream code.
+  double eager_row_reduction_bytes_per_element = 0;
+  double eager_broadcast_bytes_per_element = 0;
   int eager_kernels = 0;                ///< kernel launches, eager
-  double fused_bytes_per_element = 0;   ///< HBM bytes per element, compiled / fused
+  /// HBM bytes per element, compiled / fused, priced as streaming: a generated kernel (Inductor,
+  /// SGLang's fused norms) reads a broadcast operand as a vector per tile, not through PyTorch's
+  /// per-element broadcast indexing that slows the eager kernels; its row reductions are assumed
+  /// to stream too (no fused kernel was measured).
+  double fused_bytes_per_element = 0;
   int fused_kernels = 0;                ///< kernel launches, compiled / fused
   bool ulysses_only = false;            ///< only under sequence parallelism (P > 1)
 };

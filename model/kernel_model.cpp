@@ -179,9 +179,50 @@ double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, con
   return node.attention_efficiency * attention_kernel_factor(a, kernel, node);
 }
 
-double elementwise_time_s(double bytes, int kernels, const NodeSpec& node) {
+namespace {
+
+// Elementwise access classes, measured on an H200 (traces/measured/nvidia-h200/kernels.json,
+// 2026-11-26, PyTorch 2.11+cu130 eager, bf16, one call between CUDA events, median of 10): slope of
+// time on the HBM bytes counted as model/architecture.cpp counts them, over 4608×3072, 32760×1536,
+// 32760×5120 and 75600×5120 (least squares; intercepts 9.7–25 µs = launch + host dispatch per call):
+//   residual add x + y (r2 r2 w2):                        4.39 TB/s  (0.91 of 4.8: streaming)
+//   F.layer_norm (r2 w2; PyTorch's row-wise LayerNorm kernel): 3.10 TB/s
+//   x·(1+scale)+shift, scale and shift [d] (two r2 w2 kernels with a stride-0 operand, which
+//     TensorIterator runs on its non-vectorized path):    1.70 TB/s
+// A class's fraction is its slope over the streaming one (the node's hbm_efficiency is the
+// streaming figure of each GPU). GELU-tanh (streaming access) measured 3.68 TB/s, 0.84 of the add:
+// left streaming (its test tolerance covers it; an ALU-bound shortfall would not carry to other
+// GPUs as a bandwidth ratio).
+constexpr double kH200StreamingBytesPerS = 4.39e12;
+constexpr double kH200RowReductionBytesPerS = 3.10e12;
+constexpr double kH200BroadcastBytesPerS = 1.70e12;
+
+}  // namespace
+
+double elementwise_access_fraction(ElementwiseAccess access) {
+  switch (access) {
+    case ElementwiseAccess::streaming:
+      return 1.0;
+    case ElementwiseAccess::row_reduction:
+      return kH200RowReductionBytesPerS / kH200StreamingBytesPerS;
+    case ElementwiseAccess::broadcast:
+      return kH200BroadcastBytesPerS / kH200StreamingBytesPerS;
+  }
+  return 1.0;
+}
+
+double elementwise_streaming_bytes_per_element(const ElementwiseOp& op, bool fused) {
+  if (fused) return op.fused_bytes_per_element;
+  const double row_reduction = op.eager_row_reduction_bytes_per_element;
+  const double broadcast = op.eager_broadcast_bytes_per_element;
+  const double streaming = op.eager_bytes_per_element - row_reduction - broadcast;
+  return streaming + row_reduction / elementwise_access_fraction(ElementwiseAccess::row_reduction) +
+         broadcast / elementwise_access_fraction(ElementwiseAccess::broadcast);
+}
+
+double elementwise_time_s(double streaming_bytes, int kernels, const NodeSpec& node) {
   const double bw = node.hbm_efficiency * node.hbm_bytes_per_s;
-  return (bytes > 0 ? bytes / bw : 0.0) + double(kernels) * node.compute_launch_s;
+  return (streaming_bytes > 0 ? streaming_bytes / bw : 0.0) + double(kernels) * node.compute_launch_s;
 }
 
 int stage_kernels(const StageCost& stage) {

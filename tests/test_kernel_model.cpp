@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -75,11 +76,71 @@ TEST_CASE("an elementwise op's bytes are rows · d · width · bytes per element
     const StageCost& q = stage_named(f.blocks[0], "self_attn.q");
     const double elements = double(q.gemm.m) * 5120.0;
     CHECK(q.elementwise_bytes == Approx(elements * (compiled ? 6.0 : 42.0)));
-    CHECK(q.elementwise_kernels == (compiled ? 1 : 6));
+    // LayerNorm, 1 + e1 on [B, d], the two broadcast kernels, three casts.
+    CHECK(q.elementwise_kernels == (compiled ? 1 : 7));
     // GELU over [S_loc × F] plus norm2+modulate over [S_loc × d] on ffn.0.
     const StageCost& ffn0 = stage_named(f.blocks[0], "ffn.0");
     CHECK(ffn0.elementwise_bytes ==
           Approx(elements * ((compiled ? 6.0 : 30.0) + 4.0 * 13824.0 / 5120.0)));
+  }
+}
+
+TEST_CASE("elementwise time by access class: closed form, classes ordered, fused ops stream") {
+  const NodeSpec n = node("1xh200");
+  const double streaming_bytes_per_s = n.hbm_efficiency * n.hbm_bytes_per_s;
+  const double f_row = elementwise_access_fraction(ElementwiseAccess::row_reduction);
+  const double f_bcast = elementwise_access_fraction(ElementwiseAccess::broadcast);
+  // The H200 slopes the fractions come from (model/kernel_model.cpp): 3.10 and 1.70 over 4.39 TB/s.
+  CHECK(elementwise_access_fraction(ElementwiseAccess::streaming) == 1.0);
+  CHECK(f_row == Approx(3.10 / 4.39));
+  CHECK(f_bcast == Approx(1.70 / 4.39));
+  CHECK(0 < f_bcast);
+  CHECK(f_bcast < f_row);
+  CHECK(f_row < 1.0);
+  // An op of s streaming, r row-reduction and b broadcast bytes per element over E elements, with
+  // k kernels: t = E·(s + r/f_row + b/f_bcast) / (η_hbm·BW) + k·launch.
+  ElementwiseOp op;
+  op.eager_bytes_per_element = 30;
+  op.eager_row_reduction_bytes_per_element = 4;
+  op.eager_broadcast_bytes_per_element = 10;
+  op.eager_kernels = 6;
+  op.fused_bytes_per_element = 8;
+  op.fused_kernels = 1;
+  const double elements = 4608.0 * 3072.0;
+  const double eager_s = elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false),
+                                            op.eager_kernels, n);
+  CHECK(eager_s == Approx(elements * (16 + 4 / f_row + 10 / f_bcast) / streaming_bytes_per_s + 6 * n.compute_launch_s));
+  // Fused: the fused bytes at the streaming rate, whatever the eager classes were.
+  CHECK(elementwise_streaming_bytes_per_element(op, true) == 8.0);
+  // A purely streaming op is priced as before the classes: bytes / (η_hbm·BW).
+  ElementwiseOp add;
+  add.eager_bytes_per_element = 6;
+  CHECK(elementwise_streaming_bytes_per_element(add, false) == 6.0);
+  // The class fractions are ratios: the same op on another GPU scales with that GPU's streaming rate.
+  const NodeSpec other = node("1xh100-sxm");
+  const double ratio = elementwise_time_s(elements * 30, 0, n) / elementwise_time_s(elements * 30, 0, other);
+  CHECK(elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false), 0, n) /
+            elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false), 0, other) ==
+        Approx(ratio));
+}
+
+TEST_CASE("every op's class bytes fit inside its eager bytes, and modulation ops carry the broadcast and LayerNorm classes") {
+  for (const std::string& id : architecture_ids()) {
+    for (const BlockKind& k : architecture(id).block_kinds) {
+      for (const ElementwiseOp& op : k.elementwise) {
+        INFO(id << " " << k.name << " " << op.name);
+        CHECK(op.eager_row_reduction_bytes_per_element >= 0);
+        CHECK(op.eager_broadcast_bytes_per_element >= 0);
+        CHECK(op.eager_row_reduction_bytes_per_element + op.eager_broadcast_bytes_per_element <=
+              op.eager_bytes_per_element);
+        // Eager never costs less time than fused (compiling never slows an op).
+        CHECK(elementwise_streaming_bytes_per_element(op, false) >= elementwise_streaming_bytes_per_element(op, true));
+        if (op.name.find("modulate") != std::string::npos) {
+          CHECK(op.eager_row_reduction_bytes_per_element > 0);  // the LayerNorm
+          CHECK(op.eager_broadcast_bytes_per_element > 0);      // ·(1 + scale) + shift
+        }
+      }
+    }
   }
 }
 
@@ -220,13 +281,13 @@ TEST_CASE("wan2.2-t2v-a14b: two experts of the Wan2.1-14B shape, boundary 0.875"
 //    on 264 slots, one partial wave) takes 85 µs where curve × wave fill + launch + dispatch gives
 //    67 µs (0.79); the model has no term for a lone wave's unhidden prologue and epilogue (one
 //    point: not fitted). Every other flash point is predicted at 1.02–1.12 of measured.
-//  - streaming elementwise ops (residual add, GELU) 20 %: node.hbm_efficiency 0.9 of 4.8 TB/s
-//    against 0.92 (residual add) and 0.77 (GELU) measured (slopes of the series).
-//  - LayerNorm and the broadcast adaLN modulation x·(1 + scale) + shift run well below the
-//    streaming rate (slopes 0.65 and 0.35 of 4.8 TB/s: a reduction kernel, and PyTorch's
-//    non-vectorized path for broadcast operands); the model prices every elementwise byte at the
-//    streaming rate, so for them the test asserts only that the prediction is not slower than the
-//    measurement (a lower bound), within the elementwise tolerance.
+//  - elementwise ops, each priced by its access class (model/kernel_model.cpp; residual add and
+//    GELU streaming, LayerNorm a row reduction, x·(1 + scale) + shift two broadcast kernels and
+//    the [d]-sized 1 + scale) 20 %: the class fractions are this data's slopes, so the large
+//    shapes fit by construction (0.99–1.04); the tolerance is set by the points the slope does
+//    not describe: LayerNorm with 1536-wide rows runs at 0.56 of 4.32 TB/s against 0.70 at 5120
+//    (predicted 0.82 of measured) and GELU-tanh's slope is 0.84 of the add's (it is priced as
+//    streaming: 0.87–1.07). 15 % would fail LayerNorm at 32760×1536.
 namespace {
 
 constexpr double kHostDispatch_s = 10e-6;
@@ -297,30 +358,64 @@ TEST_CASE("H200 SDPA: cuDNN priced as FA3 within 20 %, flash as FA2 within 25 % 
   CHECK(flash >= 5);
 }
 
-TEST_CASE("H200 elementwise ops: streaming ops within 20 %, LayerNorm and broadcast modulation not faster than predicted") {
+TEST_CASE("H200 elementwise ops priced by access class: residual add, GELU, LayerNorm, modulation each within 20 %") {
   const nlohmann::json d = h200_kernels();
   const NodeSpec n = node("1xh200");
-  int streaming = 0;
+  std::map<std::string, int> points;
   for (const nlohmann::json& r : d["elementwise"]) {
-    const std::string op = r["op"];
-    // HBM bytes and PyTorch calls as model/architecture.cpp counts eager ops: LayerNorm and GELU
-    // read and write the tensor once, the residual add reads two and writes one; the modulation
-    // x·(1+scale)+shift is two full-size kernels (read and write each) after the [d]-sized 1+scale.
-    const double tensor_bytes = r["tokens"].get<double>() * r["dim"].get<double>() * 2;
-    const double bytes = op == "modulate" ? 4 * tensor_bytes : op == "residual_add" ? 3 * tensor_bytes : 2 * tensor_bytes;
-    const int calls = op == "modulate" ? 3 : 1;
-    const double predicted_s = elementwise_time_s(bytes, calls, n) + calls * kHostDispatch_s;
+    const std::string name = r["op"];
+    // HBM bytes, access class and PyTorch calls as model/architecture.cpp counts eager ops: LayerNorm
+    // (row reduction) and GELU (streaming) read and write the tensor once, the residual add
+    // (streaming) reads two and writes one; the modulation x·(1+scale)+shift is two full-size
+    // broadcast kernels (read and write each) after the [d]-sized 1+scale.
+    ElementwiseOp op;
+    op.eager_bytes_per_element = name == "modulate" ? 8 : name == "residual_add" ? 6 : 4;
+    if (name == "layer_norm") op.eager_row_reduction_bytes_per_element = 4;
+    if (name == "modulate") op.eager_broadcast_bytes_per_element = 8;
+    op.eager_kernels = name == "modulate" ? 3 : 1;
+    const double elements = r["tokens"].get<double>() * r["dim"].get<double>();
+    const double predicted_s =
+        elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false), op.eager_kernels, n) +
+        op.eager_kernels * kHostDispatch_s;
     const double measured_s = r["time_s"].get<double>();
-    INFO(op << " " << r["tokens"] << "x" << r["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
-            << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s << " (node hbm_efficiency)");
-    const double log_error = std::log(predicted_s / measured_s);
-    const double allowed = allowed_log_error(measured_s / calls, kElementwiseTolerance);
-    if (op == "residual_add" || op == "gelu_tanh") {
-      ++streaming;
-      CHECK(std::abs(log_error) <= allowed);
-    } else {
-      CHECK(log_error <= allowed);
+    INFO(name << " " << r["tokens"] << "x" << r["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
+              << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s
+              << " (node hbm_efficiency, model/kernel_model.cpp access classes)");
+    CHECK(std::abs(std::log(predicted_s / measured_s)) <=
+          allowed_log_error(measured_s / op.eager_kernels, kElementwiseTolerance));
+    ++points[name];
+  }
+  for (const char* name : {"residual_add", "gelu_tanh", "layer_norm", "modulate"}) CHECK(points[name] >= 4);
+}
+
+TEST_CASE("H200: the op table's LayerNorm + modulation (FLUX single block) predicts measured layer_norm + modulate within 20 %") {
+  // The FLUX single block's norm+modulate is, per stream, exactly the measured pair: F.layer_norm
+  // (4 B, row reduction) then x·(1+scale)+shift (1+scale and two 4 B broadcast kernels).
+  const nlohmann::json d = h200_kernels();
+  const NodeSpec n = node("1xh200");
+  const ElementwiseOp* norm_modulate = nullptr;
+  for (const BlockKind& k : architecture("flux.1-dev").block_kinds)
+    if (k.name == "single")
+      for (const ElementwiseOp& op : k.elementwise)
+        if (op.name == "norm+modulate") norm_modulate = &op;
+  REQUIRE(norm_modulate != nullptr);
+  CHECK(norm_modulate->eager_kernels == 4);  // PyTorch launches LayerNorm, 1+scale, ·, +
+  int pairs = 0;
+  for (const nlohmann::json& ln : d["elementwise"]) {
+    if (ln["op"] != "layer_norm") continue;
+    for (const nlohmann::json& mod : d["elementwise"]) {
+      if (mod["op"] != "modulate" || mod["tokens"] != ln["tokens"] || mod["dim"] != ln["dim"]) continue;
+      const double elements = ln["tokens"].get<double>() * ln["dim"].get<double>();
+      const int calls = norm_modulate->eager_kernels;
+      const double predicted_s =
+          elementwise_time_s(elements * elementwise_streaming_bytes_per_element(*norm_modulate, false), calls, n) +
+          calls * kHostDispatch_s;
+      const double measured_s = ln["time_s"].get<double>() + mod["time_s"].get<double>();
+      INFO(ln["tokens"] << "x" << ln["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
+                        << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s);
+      CHECK(std::abs(std::log(predicted_s / measured_s)) <= allowed_log_error(measured_s / calls, kElementwiseTolerance));
+      ++pairs;
     }
   }
-  CHECK(streaming >= 4);
+  CHECK(pairs >= 4);
 }
