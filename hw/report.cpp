@@ -12,7 +12,6 @@
 #include <stdexcept>
 
 #include "chunkflow_version.hpp"
-#include "model/error.hpp"
 #include "model/workload.hpp"
 #include "traces/chrome_trace.hpp"
 
@@ -134,18 +133,12 @@ void write_trace_with_context(const Timeline& timeline, std::ostream& out) {
   write_chrome_trace(timeline, out);
 }
 
-// The scenario as the harness runs it: its attention is the tiled fallback kernel (hw/kernels.cu)
-// and its elementwise kernels are its dataflow's, so the plan is built, and the run re-simulated,
-// with those costs (model/harness_ops.hpp). Another attention kernel asked for is refused.
+// The scenario as the harness runs it: resolve_scenario with harness_ops, which takes the tiled
+// attention and refuses another kernel naming the option or field (runtime/scenario.cpp).
 Scenario hw_scenario(const ScenarioOptions& o) {
-  Scenario sc = resolve_scenario(o);
-  if (sc.workload.attention != AttentionKernel::automatic && sc.workload.attention != AttentionKernel::tiled)
-    throw InputError(o.attention ? "" : sc.file, o.attention ? "--attention" : "/workload/attention",
-                     std::string("chunkflow-hw runs its tiled attention kernel only (hw/README.md); expected tiled or "
-                                 "auto, got \"") + attention_kernel_name(sc.workload.attention) + "\"");
-  sc.workload.attention = AttentionKernel::tiled;
-  sc.workload.harness_ops = true;  // plan for the ops it executes (model/harness_ops.hpp)
-  return sc;
+  ScenarioOptions as_run = o;
+  as_run.harness_ops = true;
+  return resolve_scenario(as_run);
 }
 
 nlohmann::ordered_json scenario_json(const Scenario& sc) {

@@ -399,7 +399,7 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
   // with prefetch by max-min. The copy-engine proxy's host-to-device half queues behind the prefetch
   // copies on the copy engine instead, which the simulator does not model (H200, 2026-11-26,
   // layerwise FLUX 1024² on one GPU: 596.3 ms a step with the copy-engine proxy, its all-to-alls
-  // 430 ms; 464.6 ms with the kernel proxy; traces/measured/nvidia-h200/README.md).
+  // 430 ms; 464.6 ms with the kernel proxy; README.md "First measurements on an H200").
   for (const std::string key : {"collective_proxy_kernel", "collective_proxy_copy_engine", "collective_nccl", "collective"}) {
     const Found* f = found(key);
     if (!f) continue;
@@ -545,11 +545,11 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
     fit.formula = "t = s * t_tiled(shape, tile) (model/tiled_attention.hpp)";
     fit.x_name = "model_time_s";
     fit.y_name = "time_s";
+    NodeSpec model_node = node;  // the model unscaled: the fit is its scale
+    model_node.tiled_attention_scale = 1.0;
     for (std::size_t i = 0; i < attention_found->m->points.size(); ++i) {
       const AttentionShape a{1, int64_t(need(*attention_found, i, "rows")), int64_t(need(*attention_found, i, "q_tokens")),
                              int64_t(need(*attention_found, i, "kv_tokens")), int64_t(need(*attention_found, i, "head_dim"))};
-      NodeSpec model_node = node;
-      model_node.tiled_attention_scale = 1.0;
       x.push_back(tiled_attention_time_s(a, int64_t(need(*attention_found, i, "tile")), model_node));
       y.push_back(need(*attention_found, i, "time_s_median"));
     }

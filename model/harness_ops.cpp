@@ -19,15 +19,15 @@ int64_t harness_attention_tile(const std::vector<BlockCost>& blocks) {
   return tiled_attention_tile(max_rows, max_head_dim);
 }
 
-void price_as_harness(ForwardCost& f, const Workload& w) {
+void price_as_harness(std::vector<BlockCost>& blocks, const Workload& w) {
   const double d = double(architecture(w.model).hidden);
   int64_t max_m = 1;
-  for (const BlockCost& b : f.blocks)
+  for (const BlockCost& b : blocks)
     for (const StageCost& st : b.stages)
       if (st.stage.kind == BlockStage::Kind::linear) max_m = std::max(max_m, st.gemm.m);
   const double hidden_elems = double(max_m) * d;
-  const int64_t tile = harness_attention_tile(f.blocks);
-  for (BlockCost& b : f.blocks)
+  const int64_t tile = harness_attention_tile(blocks);
+  for (BlockCost& b : blocks)
     for (StageCost& st : b.stages) {
       const double dt = double(st.dtype_bytes);
       if (st.stage.kind == BlockStage::Kind::linear) {
@@ -48,7 +48,7 @@ void price_as_harness(ForwardCost& f, const Workload& w) {
   // Packs: the compute op a collective depends on fills its send buffer at its end (a fold of its
   // output: the buffer written, as much read), one kernel per collective (hw/lowering.cpp packs).
   // The FSDP all-gather sends the weight shard in place: no pack.
-  for (BlockCost& b : f.blocks) {
+  for (BlockCost& b : blocks) {
     StageCost* producer = nullptr;
     for (StageCost& st : b.stages) {
       if (st.stage.kind != BlockStage::Kind::all_to_all) {

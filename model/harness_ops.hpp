@@ -23,12 +23,13 @@
 
 namespace chunkflow {
 
-/// Re-prices `f`'s compute stages (formula above) in place: their elementwise bytes and kernels
-/// become the harness's, and attentions use the tiled kernel with the tile the harness picks for
-/// `f`'s attentions. Structure, shapes, FLOPs and weights are unchanged, so a plan built from the
-/// architecture's costs keeps its ops and simulates with the harness's. `w` is the workload `f` was
-/// built from (its model's hidden size and dtype). Throws what architecture(w.model) throws.
-void price_as_harness(ForwardCost& f, const Workload& w);
+/// Re-prices the compute stages of `blocks` (a forward's blocks, ForwardCost::blocks, or its block
+/// kinds) in place, by the formula above: their elementwise bytes and kernels become the harness's,
+/// and attentions use the tiled kernel with the tile the harness picks for these blocks' attentions.
+/// Structure, shapes, FLOPs and weights are unchanged, so a plan built from the architecture's
+/// costs keeps its ops and simulates with the harness's. Idempotent. `w` is the workload the blocks
+/// were built from (its model's hidden size). Throws what architecture(w.model) throws.
+void price_as_harness(std::vector<BlockCost>& blocks, const Workload& w);
 
 /// The score tile the harness uses for every attention of these blocks: tiled_attention_tile of
 /// their largest batch·heads and head dim (one workspace per rank, hw/executor.cu).

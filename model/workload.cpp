@@ -579,19 +579,15 @@ ForwardCost forward_cost(const Workload& w) {
       f.attention_workspace_bytes = act.attention;
     }
   }
-  if (w.attention == AttentionKernel::tiled) {
+  if (w.harness_ops) {
+    price_as_harness(per_kind, w);  // its tiled attention included
+  } else if (w.attention == AttentionKernel::tiled) {
     // The harness sizes one score workspace per rank for the largest batch·heads and head dim of
     // the plan's attentions; every attention then runs with its tile (hw/executor.cu).
     const int64_t tile = harness_attention_tile(per_kind);
     for (BlockCost& b : per_kind)
       for (StageCost& st : b.stages)
         if (st.stage.kind == BlockStage::Kind::attention) st.attention_tile = tile;
-  }
-  if (w.harness_ops) {
-    ForwardCost kinds;
-    kinds.blocks = std::move(per_kind);
-    price_as_harness(kinds, w);
-    per_kind = std::move(kinds.blocks);
   }
   for (int i = 0; i < a.block_count(); ++i) {
     const int kind = a.kind_of_block(i);

@@ -244,7 +244,7 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
     }
     StepPlan plan = build_plan(s.workload, run.plan_node ? *run.plan_node : as_run.node, s.policy);
     validate(plan);
-    if (run.harness) price_as_harness(plan.cost, plan.workload);
+    if (run.harness && !plan.workload.harness_ops) price_as_harness(plan.cost.blocks, plan.workload);
     SimOptions so;
     so.record_links = keep_timelines;
     so.record_memory = keep_timelines;

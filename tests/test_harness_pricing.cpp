@@ -139,7 +139,7 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
     w.ulysses_degree = 2;
     const ForwardCost before = forward_cost(w);
     ForwardCost f = before;
-    price_as_harness(f, w);
+    price_as_harness(f.blocks, w);
     const double d = double(architecture(model).hidden);
     int64_t max_m = 0;
     for (const BlockCost& b : before.blocks)
@@ -201,7 +201,7 @@ TEST_CASE("validate re-simulates a chunkflow-hw run with the harness's compute o
   const PolicyConfig p = test::policy("layerwise");
   StepPlan plan = build_plan(w, n, p);
   const double as_planned = test::run(w, n, p).result.summary.step_time_s;
-  price_as_harness(plan.cost, plan.workload);
+  price_as_harness(plan.cost.blocks, plan.workload);
   const double as_run = simulate(plan, n).summary.step_time_s;
   REQUIRE(std::abs(as_run / as_planned - 1) > 1e-3);  // the re-pricing matters at this shape
   const fs::path dir = test::fresh_dir("harness-run");
@@ -280,7 +280,7 @@ TEST_CASE("Workload::harness_ops prices the forward as price_as_harness does, an
   w.frames = 1;
   w.ulysses_degree = 2;
   ForwardCost expected = forward_cost(w);
-  price_as_harness(expected, w);
+  price_as_harness(expected.blocks, w);
   w.harness_ops = true;
   const ForwardCost got = forward_cost(w);
   REQUIRE(got.blocks.size() == expected.blocks.size());

@@ -91,7 +91,7 @@ nlohmann::json hw_summary(const Workload& w, const std::string& node_id, const P
 /// harness executes them (model/harness_ops.hpp, sim/validate.cpp).
 double harness_step_s(const test::Run& r, const NodeSpec& n) {
   StepPlan plan = r.plan;
-  price_as_harness(plan.cost, plan.workload);
+  price_as_harness(plan.cost.blocks, plan.workload);
   return simulate(plan, n).summary.step_time_s;
 }
 
