@@ -219,9 +219,9 @@ Calibration load_calibration(const std::string& path) {
     for (const json& f : j["fits"]) {
       if (!f.is_object()) continue;
       CalibrationFit fit;
-      fit.name = f.value("name", "");
-      fit.formula = f.value("formula", "");
-      fit.measurement_key = f.value("measurement_key", "");
+      fit.name = string_member_or(f, "name");
+      fit.formula = string_member_or(f, "formula");
+      fit.measurement_key = string_member_or(f, "measurement_key");
       fit.r_squared = f.contains("r_squared") && f["r_squared"].is_number() ? f["r_squared"].get<double>() : kNaN;
       fit.max_relative_residual = f.contains("max_relative_residual") && f["max_relative_residual"].is_number()
                                       ? f["max_relative_residual"].get<double>()

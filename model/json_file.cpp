@@ -24,4 +24,10 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
   }
 }
 
+std::string string_member_or(const nlohmann::json& object, const char* key, const std::string& fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 }  // namespace chunkflow

@@ -12,4 +12,10 @@ namespace chunkflow {
 /// ("the scenario file"). Throws InputError(path, "", ...) on any failure.
 nlohmann::json read_json_file(const std::string& path, const std::string& what = "the file");
 
+/// The string at `object[key]`, or `fallback` when `object` is not an object, lacks `key`, or holds
+/// something other than a string there. For informational members that a reader may ignore
+/// (a calibration's fit names, a partial output's context line); nlohmann's `value()` throws
+/// type_error 302/306 on such input instead, which no parser of user files may let escape.
+std::string string_member_or(const nlohmann::json& object, const char* key, const std::string& fallback = "");
+
 }  // namespace chunkflow

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "model/error.hpp"
+#include "model/json_file.hpp"
 #include "sim/interrupt.hpp"
 #include "sim/report.hpp"
 
@@ -321,8 +322,11 @@ int64_t prepare_resume(const Grid& grid, const GridCounts& counts, const std::st
   } catch (const std::exception&) {
     throw InputError(jsonl, "/grid", "cannot --resume: the partial file has no context line");
   }
-  if (!h.contains("grid") || h["grid"].value("digest", "") != grid.text_digest ||
-      h["grid"].value("configurations", int64_t(-1)) != counts.configurations)
+  const json grid_context = h.is_object() && h.contains("grid") ? h["grid"] : json();
+  const bool same_count = grid_context.is_object() && grid_context.contains("configurations") &&
+                          grid_context["configurations"].is_number_integer() &&
+                          grid_context["configurations"].get<int64_t>() == counts.configurations;
+  if (string_member_or(grid_context, "digest") != grid.text_digest || !same_count)
     throw InputError(jsonl, "/grid/digest",
                      "cannot --resume: the partial output is of another grid (expected digest " + grid.text_digest + ")");
   int64_t last = -1;

@@ -87,6 +87,19 @@ for cut in 1 7 40; do
 done
 echo "PASS: --resume from cut partial files gives the uninterrupted rows"
 
+# --resume onto partial files whose context line is not this grid's (a hand-edited or foreign file):
+# exit 2 naming the file and /grid/digest, whatever the line holds instead of the digest.
+n=0
+for context in '{"grid": 7}' '{"grid": {"digest": {}, "configurations": "x"}}' '[1, 2]' '{"grid": {"digest": "0"}}'; do
+  n=$((n + 1)); d=$work/resume-foreign$n; mkdir -p "$d/out"
+  head -n 2 "$csv" > "$d/out/grid.csv.partial"
+  printf '%s\n' "$context" > "$d/out/grid.jsonl.partial"
+  set +e; (cd "$d" && "$bin" sweep --grid "$grid" --out out --resume > log 2> err); rc=$?; set -e
+  [ "$rc" = 2 ] || { cat "$d/err"; fail "--resume onto a foreign context line ($context): expected exit 2, got $rc"; }
+  grep -qF "grid.jsonl.partial: /grid/digest" "$d/err" || { cat "$d/err"; fail "--resume onto $context: expected the file and /grid/digest named"; }
+done
+echo "PASS: --resume onto another grid's (or a malformed) context line exits 2 naming /grid/digest"
+
 # SIGINT: partial files, exit 130; --resume completes them.
 d=$work/sigint; mkdir -p "$d"
 (cd "$d" && OMP_NUM_THREADS=1 exec "$bin" sweep --grid "$grid" --out out > log 2> err) & pid=$!
