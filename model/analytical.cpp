@@ -16,7 +16,7 @@ namespace chunkflow {
 double stage_compute_time_s(const StageCost& stage, const NodeSpec& node) {
   // Memory-bound non-GEMM ops priced inside this stage (norms, modulation, RoPE, activations,
   // residuals): bytes over achieved HBM bandwidth plus one launch each (model/kernel_model.hpp).
-  const double elementwise_s = elementwise_time_s(stage.elementwise_bytes, stage.elementwise_kernels, node);
+  const double elementwise_s = elementwise_time_s(stage, node);
   switch (stage.stage.kind) {
     case BlockStage::Kind::linear: {
       // A calibrated per-shape table (model/calibration.hpp) holds the measured time, memory

@@ -46,7 +46,7 @@ struct BlockStage {
 };
 
 /// How an elementwise kernel touches memory, which sets the share of the GPU's streaming HBM rate
-/// it reaches (model/kernel_model.hpp elementwise_access_fraction):
+/// it reaches (model/kernel_model.hpp elementwise_bytes_per_s):
 enum class ElementwiseAccess {
   streaming,      ///< same-shape contiguous operands (residual add, casts, copies, activations)
   row_reduction,  ///< a reduction along each row (LayerNorm, the mean of an RMSNorm)

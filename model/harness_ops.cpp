@@ -30,6 +30,10 @@ void price_as_harness(std::vector<BlockCost>& blocks, const Workload& w) {
   for (BlockCost& b : blocks)
     for (StageCost& st : b.stages) {
       const double dt = double(st.dtype_bytes);
+      // The harness's own kernels (hw/lowering.cpp) stream: no eager broadcast or row-reduction
+      // bytes survive the re-pricing below.
+      st.elementwise_row_reduction_bytes = 0;
+      st.elementwise_broadcast_bytes = 0;
       if (st.stage.kind == BlockStage::Kind::linear) {
         const double m = double(st.gemm.m), k = double(st.gemm.k), n = double(st.gemm.n);
         const bool bias = st.weight_bytes > k * n * dt;  // weights + bias when the linear has one

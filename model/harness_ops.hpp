@@ -24,7 +24,8 @@
 namespace chunkflow {
 
 /// Re-prices the compute stages of `blocks` (a forward's blocks, ForwardCost::blocks, or its block
-/// kinds) in place, by the formula above: their elementwise bytes and kernels become the harness's,
+/// kinds) in place, by the formula above: their elementwise bytes and kernels become the harness's (all
+/// streaming: its own kernels, hw/lowering.cpp; the eager class bytes are reset to 0),
 /// and attentions use the tiled kernel with the tile the harness picks for these blocks' attentions.
 /// Structure, shapes, FLOPs and weights are unchanged, so a plan built from the architecture's
 /// costs keeps its ops and simulates with the harness's. Idempotent. `w` is the workload the blocks

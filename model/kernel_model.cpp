@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace chunkflow {
 
@@ -181,48 +183,67 @@ double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, con
 
 namespace {
 
-// Elementwise access classes, measured on an H200 (traces/measured/nvidia-h200/kernels.json,
-// 2026-11-26, PyTorch 2.11+cu130 eager, bf16, one call between CUDA events, median of 10): slope of
-// time on the HBM bytes counted as model/architecture.cpp counts them, over 4608×3072, 32760×1536,
-// 32760×5120 and 75600×5120 (least squares; intercepts 9.7–25 µs = launch + host dispatch per call):
-//   residual add x + y (r2 r2 w2):                        4.39 TB/s  (0.91 of 4.8: streaming)
+// Eager elementwise kernels limited per SM, measured on an H200 (traces/measured/nvidia-h200/
+// kernels.json, 2026-11-26, PyTorch 2.11+cu130 eager, bf16, one call between CUDA events, median of
+// 10): slope of time on the HBM bytes counted as model/architecture.cpp counts them, over 4608×3072,
+// 32760×1536, 32760×5120 and 75600×5120 (least squares; intercepts 9.7–25 µs = launch + host
+// dispatch per call):
+//   residual add x + y (r2 r2 w2):                        4.39 TB/s  (0.91 of 4.8: streaming, the
+//     node's hbm_efficiency 0.9)
 //   F.layer_norm (r2 w2; PyTorch's row-wise LayerNorm kernel): 3.10 TB/s
 //   x·(1+scale)+shift, scale and shift [d] (two r2 w2 kernels with a stride-0 operand, which
 //     TensorIterator runs on its non-vectorized path):    1.70 TB/s
-// A class's fraction is its slope over the streaming one (the node's hbm_efficiency is the
-// streaming figure of each GPU). GELU-tanh (streaming access) measured 3.68 TB/s, 0.84 of the add:
-// left streaming (its test tolerance covers it; an ALU-bound shortfall would not carry to other
-// GPUs as a bandwidth ratio).
-constexpr double kH200StreamingBytesPerS = 4.39e12;
+// Hypothesis (one GPU's data; notes/issue-10.md Sessions 10b and 11): the last two are limited per
+// SM (an index computation and a narrow load per element), so they scale with SMs × clock, and a GPU
+// whose DRAM bandwidth per SM-clock is below that rate streams them. Per SM per clock on the H200
+// (132 SMs, model/catalogue/gpus.json; maximum SM clock 1.98 GHz, assumed to hold during these
+// memory-bound kernels): 3.10e12 / (132 · 1.98e9) = 11.86 B, 1.70e12 / (132 · 1.98e9) = 6.50 B.
+// GELU-tanh (streaming access) measured 3.68 TB/s, 0.84 of the add: left streaming (its test
+// tolerance covers it).
+constexpr double kH200Sms = 132;
+constexpr double kH200SmClockHz = 1.98e9;
 constexpr double kH200RowReductionBytesPerS = 3.10e12;
 constexpr double kH200BroadcastBytesPerS = 1.70e12;
 
 }  // namespace
 
-double elementwise_access_fraction(ElementwiseAccess access) {
+double elementwise_bytes_per_sm_clock(ElementwiseAccess access) {
   switch (access) {
     case ElementwiseAccess::streaming:
-      return 1.0;
+      return 0.0;
     case ElementwiseAccess::row_reduction:
-      return kH200RowReductionBytesPerS / kH200StreamingBytesPerS;
+      return kH200RowReductionBytesPerS / (kH200Sms * kH200SmClockHz);
     case ElementwiseAccess::broadcast:
-      return kH200BroadcastBytesPerS / kH200StreamingBytesPerS;
+      return kH200BroadcastBytesPerS / (kH200Sms * kH200SmClockHz);
   }
-  return 1.0;
+  return 0.0;
 }
 
-double elementwise_streaming_bytes_per_element(const ElementwiseOp& op, bool fused) {
-  if (fused) return op.fused_bytes_per_element;
-  const double row_reduction = op.eager_row_reduction_bytes_per_element;
-  const double broadcast = op.eager_broadcast_bytes_per_element;
-  const double streaming = op.eager_bytes_per_element - row_reduction - broadcast;
-  return streaming + row_reduction / elementwise_access_fraction(ElementwiseAccess::row_reduction) +
-         broadcast / elementwise_access_fraction(ElementwiseAccess::broadcast);
+double elementwise_bytes_per_s(ElementwiseAccess access, const NodeSpec& node) {
+  const double streaming = node.hbm_efficiency * node.hbm_bytes_per_s;
+  const double per_sm_clock = elementwise_bytes_per_sm_clock(access);
+  if (per_sm_clock <= 0 || node.sm_count <= 0 || !(node.sm_clock_hz > 0)) return streaming;
+  return std::min(streaming, per_sm_clock * double(node.sm_count) * node.sm_clock_hz);
 }
 
-double elementwise_time_s(double streaming_bytes, int kernels, const NodeSpec& node) {
-  const double bw = node.hbm_efficiency * node.hbm_bytes_per_s;
-  return (streaming_bytes > 0 ? streaming_bytes / bw : 0.0) + double(kernels) * node.compute_launch_s;
+double elementwise_memory_time_s(const StageCost& stage, const NodeSpec& node) {
+  const double row_reduction = stage.elementwise_row_reduction_bytes;
+  const double broadcast = stage.elementwise_broadcast_bytes;
+  const double streaming = stage.elementwise_bytes - row_reduction - broadcast;
+  // The class bytes are parts of elementwise_bytes: a caller that set the total without them left
+  // stale parts (StageCost), which must not be priced silently.
+  if (streaming < -1e-9 * stage.elementwise_bytes - 1e-3)
+    throw std::logic_error("elementwise_memory_time_s: stage " + stage.name +
+                           " has more row-reduction and broadcast bytes than elementwise bytes");
+  double t = 0;
+  if (streaming > 0) t += streaming / elementwise_bytes_per_s(ElementwiseAccess::streaming, node);
+  if (row_reduction > 0) t += row_reduction / elementwise_bytes_per_s(ElementwiseAccess::row_reduction, node);
+  if (broadcast > 0) t += broadcast / elementwise_bytes_per_s(ElementwiseAccess::broadcast, node);
+  return t;
+}
+
+double elementwise_time_s(const StageCost& stage, const NodeSpec& node) {
+  return elementwise_memory_time_s(stage, node) + double(stage.elementwise_kernels) * node.compute_launch_s;
 }
 
 int stage_kernels(const StageCost& stage) {

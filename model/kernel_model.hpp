@@ -13,13 +13,13 @@
 //              · min(1, fill(CTAs) / fill(2048)) · head-dim factor,  CTAs = B·H·⌈q/128⌉,
 //              fill(c) = c / (⌈c / slots⌉ · slots), slots = SMs × CTAs per SM (FA2 2, FA3 1)
 //              (wave quantization relative to the shapes the curves were measured at)
-//   elementwise:       t = Σ_class bytes_class / (f_class · η_hbm · BW_hbm) + kernels · launch
-//     f_class: the share of the streaming rate η_hbm · BW_hbm an eager PyTorch kernel of that access
-//     class reaches (streaming 1, row reduction 0.71, broadcast 0.39), measured on an H200 and
-//     applied to every GPU as that ratio; fused (compiled) ops stream. Not yet applied to the
-//     stages: forward_cost still sums each op's bytes unweighted into StageCost::elementwise_bytes
-//     (all at the streaming rate); weighting them moves the Ada records the wrong way (README
-//     "Checked against an H200", notes/issue-10.md Session 10b).
+//   elementwise:       t = B_s / R_s + B_r / R_r + B_b / R_b + kernels · launch
+//     B_r, B_b: bytes of eager PyTorch row-reduction and broadcast kernels, B_s the rest (streaming;
+//     fused ops and the harness's kernels stream). R_s = η_hbm · BW_hbm; R_class = min(R_s,
+//     ρ_class · SMs · f_SM): those eager kernels are limited per SM (index arithmetic and narrow,
+//     non-vectorized loads), not by DRAM, so a GPU with little DRAM bandwidth per SM (Ada) streams
+//     them and one with much (Hopper) does not. ρ_class (bytes per SM per clock) fitted on the H200
+//     points of traces/measured/nvidia-h200/kernels.json (elementwise_bytes_per_sm_clock).
 // Sources: every table and constant in kernel_model.cpp names its source or says "assumed" or
 // "fitted on <record ids>" (traces/published/).
 #include "model/node.hpp"
@@ -52,24 +52,28 @@ double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, 
 /// Achieved / peak of an attention: node.attention_efficiency · attention_kernel_factor.
 double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node);
 
-/// Share of the streaming HBM rate (node.hbm_efficiency · hbm_bytes_per_s) that an eager PyTorch
-/// elementwise kernel of access class `access` reaches, in (0, 1]: streaming 1, row_reduction 0.71
-/// (LayerNorm), broadcast 0.39 (x·(1+scale)+shift). Measured on an H200,
-/// traces/measured/nvidia-h200/kernels.json (PyTorch 2.11 eager): least-squares slope of time on
-/// bytes over 4 sizes (4608×3072 … 75600×5120 bf16), the intercept being launch and host dispatch:
-/// residual add 4.39 TB/s, LayerNorm 3.10, modulation 1.70 (8 B per element in its two
-/// full-size kernels); each class's slope over the residual add's. One ratio for every GPU.
-double elementwise_access_fraction(ElementwiseAccess access);
+/// Bytes per SM per clock cycle an eager PyTorch kernel of access class `access` moves when the SM,
+/// not DRAM, limits it: row_reduction 11.9 (F.layer_norm), broadcast 6.5 (x·(1+scale)+shift's two
+/// full-size kernels with a stride-0 operand); 0 for streaming (no per-SM limit). Fitted on the H200
+/// points of traces/measured/nvidia-h200/kernels.json (PyTorch 2.11 eager, bf16): least-squares
+/// slope of time on counted bytes over 4608×3072 … 75600×5120 (LayerNorm 3.10 TB/s, modulation
+/// 1.70 TB/s; the intercept is launch and host dispatch) / (132 SMs × 1.98 GHz, the H200's SM count
+/// and maximum clock, model/catalogue/gpus.json; the clock during the run was not recorded).
+double elementwise_bytes_per_sm_clock(ElementwiseAccess access);
 
-/// Bytes per element of `op` that a streaming kernel would move in the time `op` takes: eager,
-/// streaming bytes + row-reduction bytes / f_row_reduction + broadcast bytes / f_broadcast
-/// (elementwise_access_fraction); compiled (`fused`), its fused bytes (fused kernels stream).
-double elementwise_streaming_bytes_per_element(const ElementwiseOp& op, bool fused);
+/// Rate of eager elementwise kernels of class `access` on `node`, bytes/s: streaming η_hbm · BW_hbm;
+/// row_reduction and broadcast min(η_hbm · BW_hbm, elementwise_bytes_per_sm_clock · sm_count ·
+/// sm_clock_hz), the streaming rate when the node's SM count or clock is unknown (0).
+double elementwise_bytes_per_s(ElementwiseAccess access, const NodeSpec& node);
 
-/// Time of memory-bound elementwise work: `streaming_bytes` (bytes priced at the streaming rate;
-/// elementwise_streaming_bytes_per_element gives an op's) / (hbm_efficiency · hbm_bytes_per_s)
-/// + kernels · launch.
-double elementwise_time_s(double streaming_bytes, int kernels, const NodeSpec& node);
+/// HBM time of a stage's elementwise work, launches excluded: streaming bytes (elementwise_bytes −
+/// row-reduction − broadcast bytes) at the streaming rate, each class's bytes at its rate
+/// (elementwise_bytes_per_s). The one place a stage's elementwise bytes become time. Throws
+/// std::logic_error when the class bytes exceed elementwise_bytes (stale parts, StageCost).
+double elementwise_memory_time_s(const StageCost& stage, const NodeSpec& node);
+
+/// elementwise_memory_time_s + stage.elementwise_kernels · node.compute_launch_s.
+double elementwise_time_s(const StageCost& stage, const NodeSpec& node);
 
 /// Kernel launches of a stage: 1 (its GEMM or attention; 0 for all-to-all) + its elementwise kernels.
 int stage_kernels(const StageCost& stage);

@@ -108,6 +108,10 @@ struct NodeSpec {
   double compute_launch_s = 0;        ///< GPU-side cost per kernel launch (gap + tail), s
   /// Streaming multiprocessors per GPU (wave quantization); 0 = unknown, no quantization.
   int sm_count = 0;
+  /// Maximum SM (boost) clock, Hz: with sm_count, the per-SM rate of eager broadcast and
+  /// row-reduction kernels (model/kernel_model.hpp elementwise_bytes_per_s); 0 = unknown (those
+  /// kernels are then priced at the streaming rate).
+  double sm_clock_hz = 0;
   /// "hopper", "ampere", "ada", ... (selects the default attention kernel); "" = unknown.
   std::string gpu_architecture;
   /// Achieved / datasheet HBM bandwidth of streaming elementwise kernels, in (0, 1]: 89–93 %
@@ -183,6 +187,7 @@ struct GpuSpec {
   double memory_bytes = 0, hbm_bytes_per_s = 0, bf16_dense_flop_per_s = 0, fp8_dense_flop_per_s = 0;
   double fp32_flop_per_s = 0;  ///< FP32 non-tensor (CUDA-core FMA) peak
   int sm_count = 0, pcie_gen = 0, pcie_width = 0, nvlink_gen = 0, nvlink_links = 0;
+  double sm_clock_hz = 0;         ///< maximum SM (boost) clock, Hz
   double nvlink_bytes_per_s = 0;  ///< per GPU, both directions added
   bool p2p_over_pcie = true;
   std::map<std::string, std::string> sources;

@@ -119,6 +119,7 @@ GpuSpec read_gpu(const json& j, const std::string& file, const std::string& ptr)
   num("fp8_dense_flop_per_s", g.fp8_dense_flop_per_s, true);
   num("fp32_flop_per_s", g.fp32_flop_per_s);
   count("sm_count", g.sm_count);
+  num("sm_clock_hz", g.sm_clock_hz);
   count("pcie_gen", g.pcie_gen);
   count("pcie_width", g.pcie_width);
   count("nvlink_gen", g.nvlink_gen);
@@ -132,9 +133,10 @@ GpuSpec read_gpu(const json& j, const std::string& file, const std::string& ptr)
     p.reject_unknown("value, source");
   }
   f.reject_unknown("id, name, memory_bytes, hbm_bytes_per_s, bf16_dense_flop_per_s, fp8_dense_flop_per_s, fp32_flop_per_s, sm_count, "
-                   "pcie_gen, pcie_width, nvlink_gen, nvlink_links, nvlink_bytes_per_s, p2p_over_pcie");
+                   "sm_clock_hz, pcie_gen, pcie_width, nvlink_gen, nvlink_links, nvlink_bytes_per_s, p2p_over_pcie");
   for (auto [k, v] : {std::pair{"memory_bytes", g.memory_bytes}, std::pair{"hbm_bytes_per_s", g.hbm_bytes_per_s},
-                      std::pair{"bf16_dense_flop_per_s", g.bf16_dense_flop_per_s}, std::pair{"fp32_flop_per_s", g.fp32_flop_per_s}})
+                      std::pair{"bf16_dense_flop_per_s", g.bf16_dense_flop_per_s}, std::pair{"fp32_flop_per_s", g.fp32_flop_per_s},
+                      std::pair{"sm_clock_hz", g.sm_clock_hz}})
     if (!(v > 0)) throw InputError(file, f.at(k), "expected a positive number");
   return g;
 }
@@ -271,12 +273,14 @@ NodeSpec parse_node_file(const std::string& text, const std::string& file) {
   n.hbm_bytes_per_s = gpu->hbm_bytes_per_s;
   n.fp32_flop_per_s = gpu->fp32_flop_per_s;  // FP32 non-tensor decoders (model/generation.cpp)
   n.sm_count = gpu->sm_count;  // kernel model: wave quantization (issue 10)
+  n.sm_clock_hz = gpu->sm_clock_hz;  // kernel model: per-SM elementwise kernels
   // Attention kernel default (FA3 on Hopper): the architecture from the catalogue id.
   n.gpu_architecture = gpu->id.rfind("h", 0) == 0 ? "hopper" : gpu->id.rfind("a100", 0) == 0 || gpu->id.rfind("rtx30", 0) == 0 ? "ampere" : "ada";
   n.gpu_memory_bytes = gpu->memory_bytes;
   n.sources["peak_flop_per_s"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("bf16_dense_flop_per_s");
   n.sources["hbm_bytes_per_s"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("hbm_bytes_per_s");
   n.sources["fp32_flop_per_s"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("fp32_flop_per_s");
+  n.sources["sm_clock_hz"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("sm_clock_hz");
   n.sources["gpu_memory_bytes"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("memory_bytes");
   n.p2p_enabled = gpu->p2p_over_pcie;
   if (gpu->p2p_over_pcie == false) n.sources["p2p"] = "catalogue " + n.gpu_id + ": " + gpu->sources.at("p2p_over_pcie");

@@ -239,6 +239,7 @@ NodeSpec published_node(const std::string& gpu, int gpu_count, const std::string
     n.fp32_flop_per_s = g.fp32_flop_per_s;
     n.gpu_memory_bytes = g.memory_bytes;
     n.sm_count = g.sm_count;
+    n.sm_clock_hz = gpu_spec(g.id).sm_clock_hz;  // the catalogue's maximum SM clock
     n.gemm_efficiency = g.gemm_efficiency;
     n.attention_efficiency = g.attention_efficiency;
     n.copy_engine_bytes_per_s = g.h2d_bytes_per_s;

@@ -165,11 +165,15 @@ ForwardParts forward_parts(const PublishedRecord& r, const NodeSpec& n) {
             const double op_bytes = w.compiled ? op.fused_bytes_per_element : op.eager_bytes_per_element;
             const int op_kernels = w.compiled ? op.fused_kernels : op.eager_kernels;
             s.elementwise_bytes -= out_elements * op.width_over_hidden * (op_bytes - kRingOnlyRepackBytesPerElement);
+            if (!w.compiled) {  // the repack streams: the op's eager class bytes leave with it
+              s.elementwise_row_reduction_bytes -= out_elements * op.width_over_hidden * op.eager_row_reduction_bytes_per_element;
+              s.elementwise_broadcast_bytes -= out_elements * op.width_over_hidden * op.eager_broadcast_bytes_per_element;
+            }
             s.elementwise_kernels -= op_kernels - kRingOnlyRepackKernels;
           }
         }
       }
-      const double ew = s.elementwise_bytes / hbm;
+      const double ew = elementwise_memory_time_s(s, n);
       const double launch = double(stage_kernels(s)) * n.compute_launch_s;
       // The group waits for its slowest GPU at every collective: the compute-bound core runs at the
       // slowest rank's sustained rate (slowest_gpu_rate, 1 on one GPU).

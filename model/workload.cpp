@@ -272,8 +272,15 @@ BlockCost block_cost(const DitArchitecture& a, const BlockKind& k, const Shards&
                                op.attach_attention == st.attention);
       if (!here) continue;
       const double elements = elementwise_rows(s, op.scope) * double(a.hidden) * op.width_over_hidden;
-      c.elementwise_bytes += elements * (w.compiled ? op.fused_bytes_per_element : op.eager_bytes_per_element);
-      c.elementwise_kernels += w.compiled ? op.fused_kernels : op.eager_kernels;
+      if (w.compiled) {  // fused kernels stream (ElementwiseOp::fused_bytes_per_element)
+        c.elementwise_bytes += elements * op.fused_bytes_per_element;
+        c.elementwise_kernels += op.fused_kernels;
+      } else {
+        c.elementwise_bytes += elements * op.eager_bytes_per_element;
+        c.elementwise_row_reduction_bytes += elements * op.eager_row_reduction_bytes_per_element;
+        c.elementwise_broadcast_bytes += elements * op.eager_broadcast_bytes_per_element;
+        c.elementwise_kernels += op.eager_kernels;
+      }
     }
     const bool all_reduce = st.kind == BlockStage::Kind::linear && s.t > 1 &&
                             tp_split(k.linears[size_t(st.linear_index)]) == TpSplit::row;

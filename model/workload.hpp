@@ -205,6 +205,12 @@ struct StageCost {
   /// HBM bytes of the memory-bound (non-GEMM) ops priced inside this stage (norms, modulation,
   /// RoPE, activations, residuals; DitArchitecture ElementwiseOp), eager or fused per the workload.
   double elementwise_bytes = 0;
+  /// Of elementwise_bytes: the bytes moved by eager row-reduction and by eager broadcast kernels
+  /// (ElementwiseAccess; the rest stream). Whoever sets elementwise_bytes sets these too (0 for
+  /// kernels that stream: fused ops, chunkflow-hw's own kernels, packs); model/kernel_model.hpp
+  /// elementwise_memory_time_s prices the three classes.
+  double elementwise_row_reduction_bytes = 0;
+  double elementwise_broadcast_bytes = 0;
   int elementwise_kernels = 0;        ///< their kernel launches
   AttentionKernel attention_kernel = AttentionKernel::automatic;  ///< attention stages
   /// Score tile of the tiled kernel (attention_kernel == tiled): one per forward, from the largest

@@ -47,6 +47,7 @@ json node_json(const NodeSpec& n) {
               {"fp8_dense_flop_per_s", g.fp8_dense_flop_per_s},
               {"fp32_flop_per_s", g.fp32_flop_per_s},
               {"sm_count", g.sm_count},
+              {"sm_clock_hz", g.sm_clock_hz},
               {"pcie_gen", g.pcie_gen},
               {"pcie_width", g.pcie_width},
               {"nvlink_gen", g.nvlink_gen},

@@ -165,6 +165,8 @@ TEST_CASE("calibration recovers every known parameter within 2 % from 1 % noisy 
       // The microbenchmarks time GEMMs and attention alone: no elementwise work (issue 10), and the
       // attention η is the flat one the generator used (sequence-length curve off).
       st.elementwise_bytes = 0;
+      st.elementwise_row_reduction_bytes = 0;
+      st.elementwise_broadcast_bytes = 0;
       st.elementwise_kernels = 0;
       st.attention.q_tokens = 0;
       INFO(st.name);

@@ -124,7 +124,7 @@ TEST_CASE("attention kernel tiled: every attention of a forward gets the tile of
       ++attentions;
       CHECK(st.attention_tile == tiled_attention_tile(max_rows, max_hd));
       CHECK(stage_compute_time_s(st, n) ==
-            Approx(tiled_attention_time_s(st.attention, st.attention_tile, n) + elementwise_time_s(st.elementwise_bytes, st.elementwise_kernels, n)).epsilon(1e-12));
+            Approx(tiled_attention_time_s(st.attention, st.attention_tile, n) + elementwise_time_s(st, n)).epsilon(1e-12));
     }
   CHECK(attentions == 2);  // Wan: self and cross
   CHECK(attention_kernel_from("tiled") == AttentionKernel::tiled);
@@ -148,6 +148,7 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
     const double hidden = double(max_m) * d;
     REQUIRE(f.blocks.size() == before.blocks.size());
     int linears_with_bias = 0, packs = 0;
+    double eager_class_bytes_before = 0;
     for (std::size_t b = 0; b < f.blocks.size(); ++b) {
       REQUIRE(f.blocks[b].stages.size() == before.blocks[b].stages.size());
       // Packs: each collective after a compute stage (before the next one) adds 2·S bytes, 1 kernel.
@@ -170,6 +171,11 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
         CHECK(st.flop == was.flop);
         CHECK(st.weight_bytes == was.weight_bytes);
         CHECK(st.all_to_all_buffer_bytes == was.all_to_all_buffer_bytes);
+        // The harness's kernels stream: the architecture's eager row-reduction and broadcast bytes
+        // are gone, whatever the stage had (model/kernel_model.hpp prices the classes).
+        eager_class_bytes_before += was.elementwise_row_reduction_bytes + was.elementwise_broadcast_bytes;
+        CHECK(st.elementwise_row_reduction_bytes == 0);
+        CHECK(st.elementwise_broadcast_bytes == 0);
         const double dt = double(st.dtype_bytes);
         if (st.stage.kind == BlockStage::Kind::linear) {
           const double m = double(st.gemm.m), k = double(st.gemm.k), n = double(st.gemm.n);
@@ -191,6 +197,7 @@ TEST_CASE("price_as_harness: the harness's elementwise bytes and kernels per op,
       }
     }
     CHECK(linears_with_bias > 0);  // both models' linears carry biases
+    CHECK(eager_class_bytes_before > 0);  // the eager architecture's stages had class bytes to reset
     CHECK(packs > 0);              // Ulysses 2: the all-to-alls' send buffers
   }
 }

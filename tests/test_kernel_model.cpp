@@ -15,6 +15,7 @@
 #include "model/error.hpp"
 #include "model/kernel_model.hpp"
 #include "model/node.hpp"
+#include "model/published.hpp"
 
 using namespace chunkflow;
 
@@ -33,6 +34,17 @@ const StageCost& stage_named(const BlockCost& b, const std::string& name) {
     if (s.name == name) return s;
   FAIL("no stage " << name);
   return b.stages.front();
+}
+
+// The elementwise part of a stage holding `op` over `elements`, eager (bytes by access class, as
+// forward_cost adds them) or fused.
+StageCost elementwise_stage(const ElementwiseOp& op, double elements, bool fused) {
+  StageCost s;
+  s.elementwise_bytes = elements * (fused ? op.fused_bytes_per_element : op.eager_bytes_per_element);
+  s.elementwise_row_reduction_bytes = fused ? 0 : elements * op.eager_row_reduction_bytes_per_element;
+  s.elementwise_broadcast_bytes = fused ? 0 : elements * op.eager_broadcast_bytes_per_element;
+  s.elementwise_kernels = fused ? op.fused_kernels : op.eager_kernels;
+  return s;
 }
 
 }  // namespace
@@ -76,29 +88,61 @@ TEST_CASE("an elementwise op's bytes are rows · d · width · bytes per element
     const StageCost& q = stage_named(f.blocks[0], "self_attn.q");
     const double elements = double(q.gemm.m) * 5120.0;
     CHECK(q.elementwise_bytes == Approx(elements * (compiled ? 6.0 : 42.0)));
+    // Of the eager 42 B: LayerNorm 8 B (row reduction), the two broadcast modulation kernels 16 B;
+    // fused kernels stream.
+    CHECK(q.elementwise_row_reduction_bytes == Approx(elements * (compiled ? 0.0 : 8.0)));
+    CHECK(q.elementwise_broadcast_bytes == Approx(elements * (compiled ? 0.0 : 16.0)));
     // LayerNorm, 1 + e1 on [B, d], the two broadcast kernels, three casts.
     CHECK(q.elementwise_kernels == (compiled ? 1 : 7));
     // GELU over [S_loc × F] plus norm2+modulate over [S_loc × d] on ffn.0.
     const StageCost& ffn0 = stage_named(f.blocks[0], "ffn.0");
     CHECK(ffn0.elementwise_bytes ==
           Approx(elements * ((compiled ? 6.0 : 30.0) + 4.0 * 13824.0 / 5120.0)));
+    // norm2+modulate's LayerNorm (8 B) and broadcast kernels (16 B); GELU streams.
+    CHECK(ffn0.elementwise_row_reduction_bytes == Approx(elements * (compiled ? 0.0 : 8.0)));
+    CHECK(ffn0.elementwise_broadcast_bytes == Approx(elements * (compiled ? 0.0 : 16.0)));
   }
 }
 
-TEST_CASE("elementwise time by access class: closed form, classes ordered, fused ops stream") {
-  const NodeSpec n = node("1xh200");
-  const double streaming_bytes_per_s = n.hbm_efficiency * n.hbm_bytes_per_s;
-  const double f_row = elementwise_access_fraction(ElementwiseAccess::row_reduction);
-  const double f_bcast = elementwise_access_fraction(ElementwiseAccess::broadcast);
-  // The H200 slopes the fractions come from (model/kernel_model.cpp): 3.10 and 1.70 over 4.39 TB/s.
-  CHECK(elementwise_access_fraction(ElementwiseAccess::streaming) == 1.0);
-  CHECK(f_row == Approx(3.10 / 4.39));
-  CHECK(f_bcast == Approx(1.70 / 4.39));
-  CHECK(0 < f_bcast);
-  CHECK(f_bcast < f_row);
-  CHECK(f_row < 1.0);
-  // An op of s streaming, r row-reduction and b broadcast bytes per element over E elements, with
-  // k kernels: t = E·(s + r/f_row + b/f_bcast) / (η_hbm·BW) + k·launch.
+TEST_CASE("elementwise time by access class: per-SM rates from the H200, capped by the streaming rate, closed form") {
+  const NodeSpec h200 = node("1xh200");
+  const double streaming = h200.hbm_efficiency * h200.hbm_bytes_per_s;
+  // The per-SM rates are the H200 slopes (LayerNorm 3.10, modulation 1.70 TB/s) over 132 SMs at 1.98 GHz.
+  const double rho_row = elementwise_bytes_per_sm_clock(ElementwiseAccess::row_reduction);
+  const double rho_bcast = elementwise_bytes_per_sm_clock(ElementwiseAccess::broadcast);
+  CHECK(elementwise_bytes_per_sm_clock(ElementwiseAccess::streaming) == 0.0);  // no per-SM limit
+  CHECK(rho_row == Approx(3.10e12 / (132 * 1.98e9)));
+  CHECK(rho_bcast == Approx(1.70e12 / (132 * 1.98e9)));
+  CHECK(0 < rho_bcast);
+  CHECK(rho_bcast < rho_row);
+  // On the H200 (132 SMs, 1.98 GHz in the catalogue) the rates are the measured slopes, both below
+  // its streaming rate.
+  REQUIRE(h200.sm_count == 132);
+  REQUIRE(h200.sm_clock_hz == 1.98e9);
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::streaming, h200) == streaming);
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, h200) == Approx(3.10e12));
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, h200) == Approx(1.70e12));
+  // Below the streaming cap a class's rate is proportional to SMs and to clock.
+  NodeSpec half = h200;
+  half.sm_count = 66;
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, half) == Approx(0.85e12));
+  half = h200;
+  half.sm_clock_hz = 0.99e9;
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, half) == Approx(1.55e12));
+  // ... and never above the streaming rate: with a quarter of the HBM bandwidth both classes stream.
+  NodeSpec narrow = h200;
+  narrow.hbm_bytes_per_s = h200.hbm_bytes_per_s / 4;
+  for (ElementwiseAccess c : {ElementwiseAccess::row_reduction, ElementwiseAccess::broadcast})
+    CHECK(elementwise_bytes_per_s(c, narrow) == narrow.hbm_efficiency * narrow.hbm_bytes_per_s);
+  // Unknown SM count or clock: the classes stream.
+  NodeSpec unknown = h200;
+  unknown.sm_count = 0;
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, unknown) == streaming);
+  unknown = h200;
+  unknown.sm_clock_hz = 0;
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, unknown) == streaming);
+  // A stage of s streaming, r row-reduction and b broadcast bytes with k kernels:
+  // t = s / R_stream + r / R_row + b / R_bcast + k·launch.
   ElementwiseOp op;
   op.eager_bytes_per_element = 30;
   op.eager_row_reduction_bytes_per_element = 4;
@@ -107,21 +151,44 @@ TEST_CASE("elementwise time by access class: closed form, classes ordered, fused
   op.fused_bytes_per_element = 8;
   op.fused_kernels = 1;
   const double elements = 4608.0 * 3072.0;
-  const double eager_s = elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false),
-                                            op.eager_kernels, n);
-  CHECK(eager_s == Approx(elements * (16 + 4 / f_row + 10 / f_bcast) / streaming_bytes_per_s + 6 * n.compute_launch_s));
+  CHECK(elementwise_time_s(elementwise_stage(op, elements, false), h200) ==
+        Approx(elements * (16 / streaming + 4 / 3.10e12 + 10 / 1.70e12) + 6 * h200.compute_launch_s));
+  CHECK(elementwise_memory_time_s(elementwise_stage(op, elements, false), h200) ==
+        Approx(elements * (16 / streaming + 4 / 3.10e12 + 10 / 1.70e12)));
   // Fused: the fused bytes at the streaming rate, whatever the eager classes were.
-  CHECK(elementwise_streaming_bytes_per_element(op, true) == 8.0);
-  // A purely streaming op is priced as before the classes: bytes / (η_hbm·BW).
-  ElementwiseOp add;
-  add.eager_bytes_per_element = 6;
-  CHECK(elementwise_streaming_bytes_per_element(add, false) == 6.0);
-  // The class fractions are ratios: the same op on another GPU scales with that GPU's streaming rate.
-  const NodeSpec other = node("1xh100-sxm");
-  const double ratio = elementwise_time_s(elements * 30, 0, n) / elementwise_time_s(elements * 30, 0, other);
-  CHECK(elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false), 0, n) /
-            elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false), 0, other) ==
-        Approx(ratio));
+  CHECK(elementwise_time_s(elementwise_stage(op, elements, true), h200) ==
+        Approx(elements * 8 / streaming + h200.compute_launch_s));
+}
+
+TEST_CASE("per-SM elementwise classes: Ada GPUs stream them, Hopper and Ampere do not, published nodes carry the catalogue clock") {
+  // Streaming DRAM bytes per SM per clock (η·BW / (SMs · f)): H200 16.5, H100 SXM and H800 11.5, H100
+  // PCIe 9.0, A100 12.1, H20 23.3, L40 and L40S 2.2, RTX 4090 2.8; the broadcast class moves 6.5 per SM
+  // per clock, LayerNorm 11.9.
+  for (const std::string& gpu : published_gpu_ids()) {
+    INFO("gpu " << gpu);
+    const NodeSpec n = published_node(gpu, 1, "");
+    CHECK(n.sm_clock_hz == gpu_spec(gpu).sm_clock_hz);
+    CHECK(n.sm_count == gpu_spec(gpu).sm_count);
+    const double streaming = elementwise_bytes_per_s(ElementwiseAccess::streaming, n);
+    const double row = elementwise_bytes_per_s(ElementwiseAccess::row_reduction, n);
+    const double bcast = elementwise_bytes_per_s(ElementwiseAccess::broadcast, n);
+    CHECK(bcast <= row);
+    CHECK(row <= streaming);
+    const bool ada = n.gpu_architecture == "ada";
+    if (ada) {
+      CHECK(bcast == streaming);  // little DRAM per SM: the SMs keep up
+    } else {
+      CHECK(bcast < 0.75 * streaming);  // Hopper and A100: the broadcast kernels are SM-bound
+    }
+  }
+  // H100 SXM: same SMs and clock as the H200, so the same broadcast rate, 0.56 of its streaming rate;
+  // LayerNorm streams (3.10 > 0.9 × 3.35 TB/s).
+  const NodeSpec h100 = published_node("h100-sxm", 1, "");
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, h100) == Approx(1.70e12));
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, h100) == Approx(0.9 * 3.35e12));
+  // A100: 108 SMs at 1.41 GHz: 1.70 × 108/132 × 1.41/1.98 = 0.99 TB/s.
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, published_node("a100-sxm-80gb", 1, "")) ==
+        Approx(1.70e12 * 108.0 / 132.0 * 1.41 / 1.98));
 }
 
 TEST_CASE("every op's class bytes fit inside its eager bytes, and modulation ops carry the broadcast and LayerNorm classes") {
@@ -133,8 +200,12 @@ TEST_CASE("every op's class bytes fit inside its eager bytes, and modulation ops
         CHECK(op.eager_broadcast_bytes_per_element >= 0);
         CHECK(op.eager_row_reduction_bytes_per_element + op.eager_broadcast_bytes_per_element <=
               op.eager_bytes_per_element);
-        // Eager never costs less time than fused (compiling never slows an op).
-        CHECK(elementwise_streaming_bytes_per_element(op, false) >= elementwise_streaming_bytes_per_element(op, true));
+        // Eager never costs less time than fused (compiling never slows an op), on any GPU.
+        for (const std::string& gpu : published_gpu_ids()) {
+          const NodeSpec n = published_node(gpu, 1, "");
+          CHECK(elementwise_memory_time_s(elementwise_stage(op, 1e6, false), n) >=
+                elementwise_memory_time_s(elementwise_stage(op, 1e6, true), n));
+        }
         if (op.name.find("modulate") != std::string::npos) {
           CHECK(op.eager_row_reduction_bytes_per_element > 0);  // the LayerNorm
           CHECK(op.eager_broadcast_bytes_per_element > 0);      // ·(1 + scale) + shift
@@ -166,14 +237,22 @@ TEST_CASE("non-GEMM work is priced inside the existing stages: op ids and stage 
     eager_s += stage_compute_time_s(a, n);
     fused_s += stage_compute_time_s(b, n);
   }
-  // The difference is exactly the elementwise traffic saved over η_hbm·HBM plus the launches saved.
-  double bytes_saved = 0, kernels_saved = 0;
+  // The difference is exactly the elementwise traffic saved plus the launches saved: eager streaming
+  // bytes over η_hbm·HBM and each class's bytes at its rate, less the fused bytes over η_hbm·HBM.
+  double eager_ew_s = 0, fused_bytes = 0, kernels_saved = 0;
+  const double stream = n.hbm_efficiency * n.hbm_bytes_per_s;
+  const double row = elementwise_bytes_per_s(ElementwiseAccess::row_reduction, n);
+  const double bcast = elementwise_bytes_per_s(ElementwiseAccess::broadcast, n);
+  CHECK(bcast < stream);  // H100 PCIe: 114 SMs · 1.755 GHz · 6.5 B = 1.30 TB/s < 0.9 × 2.0
   for (size_t i = 0; i < eager.blocks[0].stages.size(); ++i) {
-    bytes_saved += eager.blocks[0].stages[i].elementwise_bytes - fused.blocks[0].stages[i].elementwise_bytes;
-    kernels_saved += eager.blocks[0].stages[i].elementwise_kernels - fused.blocks[0].stages[i].elementwise_kernels;
+    const StageCost &a = eager.blocks[0].stages[i], &b = fused.blocks[0].stages[i];
+    CHECK(b.elementwise_row_reduction_bytes + b.elementwise_broadcast_bytes == 0);
+    eager_ew_s += (a.elementwise_bytes - a.elementwise_row_reduction_bytes - a.elementwise_broadcast_bytes) / stream +
+                  a.elementwise_row_reduction_bytes / row + a.elementwise_broadcast_bytes / bcast;
+    fused_bytes += b.elementwise_bytes;
+    kernels_saved += a.elementwise_kernels - b.elementwise_kernels;
   }
-  CHECK(eager_s - fused_s ==
-        Approx(bytes_saved / (n.hbm_efficiency * n.hbm_bytes_per_s) + kernels_saved * n.compute_launch_s).epsilon(1e-9));
+  CHECK(eager_s - fused_s == Approx(eager_ew_s - fused_bytes / stream + kernels_saved * n.compute_launch_s).epsilon(1e-9));
 }
 
 TEST_CASE("attention FLOPs are 4·B·H·q·kv·hd whatever the kernel, the kernel changes only the rate") {
@@ -375,8 +454,7 @@ TEST_CASE("H200 elementwise ops priced by access class: residual add, GELU, Laye
     op.eager_kernels = name == "modulate" ? 3 : 1;
     const double elements = r["tokens"].get<double>() * r["dim"].get<double>();
     const double predicted_s =
-        elementwise_time_s(elements * elementwise_streaming_bytes_per_element(op, false), op.eager_kernels, n) +
-        op.eager_kernels * kHostDispatch_s;
+        elementwise_time_s(elementwise_stage(op, elements, false), n) + op.eager_kernels * kHostDispatch_s;
     const double measured_s = r["time_s"].get<double>();
     INFO(name << " " << r["tokens"] << "x" << r["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
               << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s
@@ -408,8 +486,7 @@ TEST_CASE("H200: the op table's LayerNorm + modulation (FLUX single block) predi
       const double elements = ln["tokens"].get<double>() * ln["dim"].get<double>();
       const int calls = norm_modulate->eager_kernels;
       const double predicted_s =
-          elementwise_time_s(elements * elementwise_streaming_bytes_per_element(*norm_modulate, false), calls, n) +
-          calls * kHostDispatch_s;
+          elementwise_time_s(elementwise_stage(*norm_modulate, elements, false), n) + calls * kHostDispatch_s;
       const double measured_s = ln["time_s"].get<double>() + mod["time_s"].get<double>();
       INFO(ln["tokens"] << "x" << ln["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
                         << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s);

@@ -175,8 +175,11 @@ TEST_CASE("the GPU catalogue holds the issue's ids, each figure positive and sou
     // FP32 non-tensor peak (Wan's fp32 VAE decode, model/generation.cpp): below the BF16 tensor peak.
     CHECK(g.fp32_flop_per_s > 10e12);
     CHECK(g.fp32_flop_per_s < g.bf16_dense_flop_per_s);
+    // Maximum SM clock (per-SM elementwise kernels, model/kernel_model.cpp): 1.4-2.6 GHz for these parts.
+    CHECK(g.sm_clock_hz >= 1.4e9);
+    CHECK(g.sm_clock_hz <= 2.6e9);
     for (const char* field : {"memory_bytes", "hbm_bytes_per_s", "bf16_dense_flop_per_s", "fp8_dense_flop_per_s",
-                              "fp32_flop_per_s", "sm_count", "pcie_gen", "pcie_width", "nvlink_gen", "nvlink_bytes_per_s", "p2p_over_pcie"}) {
+                              "fp32_flop_per_s", "sm_count", "sm_clock_hz", "pcie_gen", "pcie_width", "nvlink_gen", "nvlink_bytes_per_s", "p2p_over_pcie"}) {
       INFO("field " << field);
       REQUIRE(g.sources.count(field));
       CHECK_FALSE(g.sources.at(field).empty());
@@ -207,7 +210,8 @@ TEST_CASE("every built-in node validates, takes its GPU figures from the catalog
     CHECK(n.peak_flop_per_s == g.bf16_dense_flop_per_s);
     CHECK(n.hbm_bytes_per_s == g.hbm_bytes_per_s);
     CHECK(n.fp32_flop_per_s == g.fp32_flop_per_s);
-    for (const char* field : {"peak_flop_per_s", "hbm_bytes_per_s", "fp32_flop_per_s", "gpu_memory_bytes", "gemm_efficiency",
+    CHECK(n.sm_clock_hz == g.sm_clock_hz);
+    for (const char* field : {"peak_flop_per_s", "hbm_bytes_per_s", "fp32_flop_per_s", "sm_clock_hz", "gpu_memory_bytes", "gemm_efficiency",
                               "attention_efficiency", "compute_launch_s", "copy_engine_bytes_per_s", "h2d_latency_s",
                               "collective_flow_bytes_per_s", "collective_latency_s"}) {
       INFO("field " << field);
@@ -289,6 +293,7 @@ TEST_CASE("node file conversion changes no result: the default sweep on the conv
   former.node.sm_count = converted.node.sm_count;
   former.node.gpu_architecture = converted.node.gpu_architecture;
   former.node.fp32_flop_per_s = converted.node.fp32_flop_per_s;  // Wan's fp32 VAE (Session 7b)
+  former.node.sm_clock_hz = converted.node.sm_clock_hz;  // per-SM elementwise kernels (Session 11)
   const std::vector<PolicyConfig> configs = sweep_configs(SweepGrid{});
   const std::vector<SweepRow> a = run_sweep(former, configs);
   const std::vector<SweepRow> b = run_sweep(converted, configs);
