@@ -300,12 +300,15 @@ TEST_CASE("step_bound's shortcuts give the exhaustive StepBound field for field 
 }
 
 TEST_CASE("the chain-lane term (h) binds on hw-flux-1024 at 70 % of no-offload's memory, below the step", "[bound]") {
-  // The cell of README "Policies at equal memory" whose plan (16 MiB chunks, R auto, 15.66 GiB)
-  // ignores the all-to-alls: its uncapped copies take half of the H2D direction beside each
-  // all-to-all's incoming flow and stretch it, and the lane cannot move its 7.4 GB outside the
-  // all-to-alls in the critical path's time. (a)–(f) let both run at full rate at once.
+  // The 70 % budget of README "Policies at equal memory" (15.66 GiB) with 64 MiB chunks and R auto:
+  // the plan ignores the all-to-alls; its uncapped copies take half of the H2D direction beside each
+  // all-to-all's incoming flow and stretch it, and the lane cannot move its bytes outside the
+  // all-to-alls in the critical path's time. (a)–(f) let both run at full rate at once. (Until eager
+  // broadcast kernels were priced per SM, Session 11 of notes/issue-10.md, the pinned plan was the
+  // table's pick there, 16 MiB chunks; with the H100's slower modulation its critical path now
+  // binds: 182.2 ms against the lane's 181.3 ms.)
   const Scenario s = load_scenario(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/hw-flux-1024-u2-1xh100-sxm.json");
-  PolicyConfig p = policy("chunkflow", std::nullopt, 16);
+  PolicyConfig p = policy("chunkflow", std::nullopt, 64);
   p.memory_budget_bytes = 15.66 * kGiB;
   const auto r = run(s.workload, s.node, p);
   const StepBound& b = r.result.bound;
@@ -332,7 +335,9 @@ TEST_CASE("no simulated step time is below its bound where (h) applies: budgets,
     bool fsdp;
   };
   // Even draws: FLUX 1024² on one or two GPUs, where the copy lane and the critical path are close
-  // at these budgets ((h) binds there); odd draws: the parallel layouts, on small shapes.
+  // at these budgets ((h) binds there: at 0.575–0.6 of the weights on 2xh100-pcie and 0.65–0.675 on
+  // 1xh100-sxm, on a 0.025 grid of chunkflow plans, 4/16/64 MiB, R auto; the band was 0.45–0.8 before
+  // the eager broadcast kernels were priced per SM); odd draws: the parallel layouts, on small shapes.
   static const std::vector<Layout> near = {{"1xh100-sxm", 2, 1, 1, false}, {"2xh100-pcie", 2, 1, 1, false}};
   static const std::vector<Layout> layouts = {{"8xh100-pcie", 2, 1, 1, false}, {"8xh100-pcie", 4, 1, 1, false},
                                               {"8xh100-pcie", 2, 2, 1, false}, {"8xh100-pcie", 2, 1, 2, false},
@@ -356,7 +361,7 @@ TEST_CASE("no simulated step time is below its bound where (h) applies: budgets,
     p.steps = 2 + int(rng() % 2);
     const ForwardCost cost = forward_cost(w);
     const double lo = cost.activation_bytes + cost.non_block_weight_bytes, hi = lo + cost.weight_bytes;
-    p.memory_budget_bytes = lo + std::uniform_real_distribution<double>(close ? 0.45 : 0.25, close ? 0.8 : 0.9)(rng) * (hi - lo);
+    p.memory_budget_bytes = lo + std::uniform_real_distribution<double>(close ? 0.55 : 0.25, close ? 0.7 : 0.9)(rng) * (hi - lo);
     INFO("config " << i << ": " << sh.model << " " << layout_text(w) << " on " << n.id << ", " << p.policy << " chunk "
                    << p.chunk_bytes / kMiB << " MiB, budget " << *p.memory_budget_bytes / kGiB << " GiB, steps " << p.steps);
     StepPlan plan;
@@ -386,7 +391,7 @@ TEST_CASE("no simulated step time is below its bound where (h) applies: budgets,
   // The draws exercise (h): evaluated in most, binding in some, some of those with capped copies.
   INFO("(h) evaluated " << evaluated << ", binding " << binding << ", binding with capped copies " << binding_capped);
   CHECK(evaluated > wanted / 2);
-  // (h) binds in 3 of the 100 draws; a sampled run (CHUNKFLOW_PROPERTY_CONFIGS, scripts/sanitize.sh:
+  // (h) binds in 4 of the 100 draws, 1 with capped copies; a sampled run (CHUNKFLOW_PROPERTY_CONFIGS, scripts/sanitize.sh:
   // the first 20 draws) need not reach them, so only the full run asserts that it binds.
   if (wanted == 100) {
     CHECK(binding > 0);
