@@ -71,6 +71,7 @@ ojson plan_json(const StepPlan& plan, const Program& p) {
   j["steps"] = plan.info.steps;
   j["ranks"] = plan.info.ranks;
   j["ops"] = plan.ops.size();
+  j["fnv1a64"] = plan_fnv1a64(plan);
   j["chunk_bytes"] = plan.info.chunk_bytes;
   j["resident_fraction"] = plan.info.resident_fraction;
   j["slot_count"] = plan.info.slot_count;

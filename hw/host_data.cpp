@@ -7,6 +7,8 @@
 #include <cstring>
 #include <thread>
 
+#include "model/fnv1a.hpp"
+
 namespace chunkflow::hw {
 
 namespace {
@@ -87,10 +89,9 @@ std::vector<uint16_t> initial_hidden(uint64_t seed, int rank, int64_t elems) {
 }
 
 uint64_t fnv1a64(const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+  Fnv1a64 h;
+  h.add(data, bytes);
+  return h.value();
 }
 
 int64_t count_bf16_mismatches(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {

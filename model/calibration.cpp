@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "model/fnv1a.hpp"
 #include "model/kernel_model.hpp"
 #include "model/tiled_attention.hpp"
 
@@ -253,17 +254,10 @@ CalibrationFit coupling_fit(const std::string& dir, const Found& f, const Calibr
 std::string file_fnv1a64(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open the file");
-  uint64_t h = 1469598103934665603ull;
+  Fnv1a64 h;
   char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= uint64_t(static_cast<unsigned char>(buf[i]));
-      h *= 1099511628211ull;
-    }
-  }
-  char out[24];
-  std::snprintf(out, sizeof out, "0x%016llx", static_cast<unsigned long long>(h));
-  return out;
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) h.add(buf, std::size_t(in.gcount()));
+  return h.hex();
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <boost/graph/topological_sort.hpp>
 #include <iterator>
@@ -10,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+
+#include "model/fnv1a.hpp"
 
 namespace chunkflow {
 
@@ -348,6 +351,35 @@ void validate(const StepPlan& plan) {
   if (!group_violation.empty()) fail(group_violation);
   for (const auto& [g, ranks] : groups)
     if (int(ranks.size()) != plan.info.ranks) fail("collective group " + std::to_string(g) + " misses ranks");
+}
+
+std::string plan_fnv1a64(const StepPlan& plan) {
+  Fnv1a64 h;
+  auto integer = [&](int64_t v) { h.add(&v, sizeof v); };
+  auto bytes = [&](double v) { integer(std::llround(v)); };  // byte counts are whole numbers
+  auto rate = [&](double v) {
+    char text[32];
+    const int n = std::snprintf(text, sizeof text, "%.9g", v == 0 ? 0.0 : v);  // -0 as 0
+    h.add(text, std::size_t(n) + 1);
+  };
+  integer(plan.info.ranks);
+  integer(plan.info.steps);
+  integer(plan.info.slot_count);
+  bytes(plan.info.slot_bytes);
+  integer(int64_t(plan.ops.size()));
+  for (const PlanOp& op : plan.ops) {
+    for (int64_t v : {int64_t(op.id), int64_t(op.kind), int64_t(op.lane), int64_t(op.rank), int64_t(op.step),
+                      int64_t(op.block), int64_t(op.stage), int64_t(op.chunk), int64_t(op.slot),
+                      int64_t(op.collective_group)})
+      integer(v);
+    for (double v : {op.bytes, op.src_offset_bytes, op.alloc_bytes, op.free_bytes}) bytes(v);
+    rate(op.rate_cap_bytes_per_s);
+    for (const OpIds* ids : {&op.deps, &op.data_deps}) {
+      integer(int64_t(ids->size()));
+      for (int d : *ids) integer(d);
+    }
+  }
+  return h.hex();
 }
 
 }  // namespace chunkflow

@@ -179,6 +179,7 @@ json simulate_json(const Scenario& s, const StepPlan& plan, const SimResult& r) 
   j["collective_time_s"] = m.collective_time_s;
   add_decisions_and_bound(j, i, m, r.bound);
   j["ops"] = plan.ops.size();
+  j["plan_fnv1a64"] = plan_fnv1a64(plan);
   j["events"] = r.events;
   const MemoryVerdict v = memory_verdict(plan, s.node, m.peak_memory_bytes);
   j["usable_memory_bytes"] = v.usable_bytes;

@@ -102,6 +102,8 @@ MeasuredRun read_run(const json& j, const std::string& path) {
     r.plan_ops = j["plan"]["ops"].get<int64_t>();
   else if (j.contains("ops") && j["ops"].is_number_integer())
     r.plan_ops = j["ops"].get<int64_t>();
+  if (j.contains("plan") && j["plan"].is_object()) r.plan_fnv1a64 = string_member_or(j["plan"], "fnv1a64");
+  if (r.plan_fnv1a64.empty()) r.plan_fnv1a64 = string_member_or(j, "plan_fnv1a64");
   if (s.contains("node")) {
     if (s["node"].is_string()) o.node = s["node"].get<std::string>();
     else if (s["node"].is_object() && s["node"].contains("id") && s["node"]["id"].is_string()) o.node = s["node"]["id"].get<std::string>();
@@ -253,7 +255,8 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
     row.run = run;
     row.predicted_step_time_s = r.summary.step_time_s;
     row.error = (row.predicted_step_time_s - run.measured_step_time_s) / run.measured_step_time_s;
-    row.plan_mismatch = run.plan_ops > 0 && run.plan_ops != int64_t(plan.ops.size());
+    row.plan_mismatch = !run.plan_fnv1a64.empty() ? run.plan_fnv1a64 != plan_fnv1a64(plan)
+                                                  : run.plan_ops > 0 && run.plan_ops != int64_t(plan.ops.size());
     if (keep_timelines) row.predicted_timeline = std::move(r.timeline);
     for (const std::string& p : {run.summary_path, run.trace_path}) {
       if (p.empty()) continue;

@@ -44,6 +44,7 @@ struct MeasuredRun {
   /// calibration, as the harness built it. The plan is then simulated on the calibrated node.
   std::optional<NodeSpec> plan_node;
   int64_t plan_ops = 0;              ///< ops of the measured plan ("plan"/"ops" or "ops"; 0 unknown)
+  std::string plan_fnv1a64;          ///< its digest ("plan"/"fnv1a64" or "plan_fnv1a64"; "" unknown)
   /// A chunkflow-hw run (its context's tool): re-simulated with the compute ops as the harness ran
   /// them (model/harness_ops.hpp price_as_harness), after its plan is built as the harness built it.
   bool harness = false;
@@ -68,7 +69,9 @@ struct ValidationRow {
   double predicted_step_time_s = 0;
   double error = 0;                  ///< (predicted − measured) / measured, signed
   bool used_for_fitting = false;
-  bool plan_mismatch = false;        ///< the re-built plan's op count differs from the run's
+  /// The re-built plan is not the run's: its digest (runtime/step_plan.hpp plan_fnv1a64) differs from
+  /// the one the run recorded, or, for a run recorded before digests, its op count does.
+  bool plan_mismatch = false;
   std::optional<Timeline> predicted_timeline;  ///< the re-simulation's timeline (keep_timelines)
 };
 

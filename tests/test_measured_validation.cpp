@@ -321,3 +321,71 @@ TEST_CASE("malformed layout fields of a measured run are refused naming the file
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("plan_fnv1a64 names a plan by what its executors do: equal when re-built, different when a decision differs") {
+  const NodeSpec n = node("2xh100-pcie");
+  const Workload w = test::workload("flux.1-dev", 1024, 1024, 1, 2);
+  const StepPlan a = build_plan(w, n, test::policy("chunkflow", 0.25, 16));
+  const std::string digest = plan_fnv1a64(a);
+  CHECK(digest.size() == 18);
+  CHECK(digest.rfind("0x", 0) == 0);
+  CHECK(plan_fnv1a64(build_plan(w, n, test::policy("chunkflow", 0.25, 16))) == digest);  // re-built
+  StepPlan relabelled = a;  // names and FLOPs are labels and costs, not decisions
+  for (PlanOp& op : relabelled.ops) op.name += "'", op.flop *= 1.5;
+  CHECK(plan_fnv1a64(relabelled) == digest);
+  // Every decision an executor acts on moves it: another chunk size, a dependency, a slot, a rate cap.
+  CHECK(plan_fnv1a64(build_plan(w, n, test::policy("chunkflow", 0.25, 32))) != digest);
+  auto first_h2d = [](StepPlan& p) -> PlanOp& {
+    for (PlanOp& op : p.ops)
+      if (op.kind == OpKind::h2d) return op;
+    FAIL("the plan has no H2D op");
+    return p.ops.front();
+  };
+  StepPlan m = a;
+  first_h2d(m).slot += 1;
+  CHECK(plan_fnv1a64(m) != digest);
+  m = a;
+  first_h2d(m).rate_cap_bytes_per_s = 12.5e9;
+  CHECK(plan_fnv1a64(m) != digest);
+  m = a;
+  m.ops.back().deps.pop_back();
+  CHECK(plan_fnv1a64(m) != digest);
+  m = a;
+  first_h2d(m).bytes += 256;
+  CHECK(plan_fnv1a64(m) != digest);
+}
+
+TEST_CASE("validate --measured flags a run whose recorded plan digest is not the re-built plan's, even at the same op count") {
+  const NodeSpec n = node("2xh100-pcie");
+  const Workload w = test::workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
+  const PolicyConfig p = test::policy("chunkflow", 0.25);
+  const test::Run oracle = test::run(w, n, p);
+  const fs::path dir = test::fresh_dir("plan-digest");
+  nlohmann::json j = hw_summary(w, n.id, p, true, harness_step_s(oracle, n), int64_t(oracle.plan.ops.size()));
+  j["plan"]["fnv1a64"] = plan_fnv1a64(oracle.plan);
+  write_json(dir / "run.json", j);
+  ValidationResult v = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(v.rows.size() == 1);
+  CHECK(v.rows[0].run.plan_fnv1a64 == plan_fnv1a64(oracle.plan));
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+  // Same op count, another digest (a plan the harness built from other decisions): flagged.
+  j["plan"]["fnv1a64"] = "0x0000000000000000";
+  write_json(dir / "run.json", j);
+  v = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(v.rows.size() == 1);
+  CHECK(v.rows[0].plan_mismatch);
+  CHECK_FALSE(gate_failures(v).empty());
+  // simulate --json records the digest at the top level; its own plan matches.
+  Scenario s = default_scenario();
+  s.node = n;
+  s.workload = w;
+  s.policy = p;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_scaled_run(dir, "sim", s, 1.0);
+  v = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(v.rows.size() == 1);
+  CHECK_FALSE(v.rows[0].run.plan_fnv1a64.empty());
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+  fs::remove_all(dir);
+}

@@ -378,7 +378,7 @@ TEST_CASE("a run summary's scenario block, as the harness writes it, is re-plann
   const double step_s = simulate(plan, sc.node).summary.step_time_s;
   const nlohmann::json summary = {{"context", {{"tool", "chunkflow-hw"}, {"gpu_name", "synthetic (tests/hw/test_hw_lowering.cpp)"}}},
                                   {"scenario", nlohmann::json::parse(scenario_json(sc).dump())},
-                                  {"plan", {{"ops", int64_t(plan.ops.size())}}},
+                                  {"plan", {{"ops", int64_t(plan.ops.size())}, {"fnv1a64", plan_fnv1a64(plan)}}},
                                   {"step_time_s", step_s}};
   const std::filesystem::path dir = test::fresh_dir("hw-scenario-json");
   std::ofstream(dir / "run.json") << summary.dump(2);
