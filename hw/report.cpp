@@ -161,6 +161,7 @@ nlohmann::ordered_json scenario_json(const Scenario& sc) {
   if (sc.policy.resident_fraction) j["resident_fraction"] = *sc.policy.resident_fraction;
   else j["resident_fraction"] = "auto";
   j["lookahead"] = sc.policy.lookahead;
+  j["memory_budget_bytes"] = sc.policy.memory_budget_bytes.value_or(0.0);  // 0: no budget (as simulate --json)
   j["steps"] = sc.policy.steps;
   j["attention"] = attention_kernel_name(sc.workload.attention);  // what validate re-simulates with
   j["harness_ops"] = sc.workload.harness_ops;

@@ -18,8 +18,9 @@ namespace chunkflow {
 /// Compute time of one stage on one GPU, in seconds (model/kernel_model.hpp):
 ///  linear:    max(flop / (η_gemm(m,k,n) · peak), max(weight_bytes, GEMM bytes) / HBM) + launch
 ///  attention: flop / (η_attn(kernel, kv, occupancy) · peak) + launch
-///  plus, for both, the stage's elementwise bytes / (η_hbm · HBM) + one launch per elementwise
-///  kernel; 0 for all-to-all stages. A calibrated GEMM table replaces η_gemm and the HBM floor.
+///  plus, for both, the stage's elementwise time (model/kernel_model.hpp elementwise_time_s: its
+///  streaming, row-reduction and broadcast bytes each at their class's rate, + one launch per
+///  elementwise kernel); 0 for all-to-all stages. A calibrated GEMM table replaces η_gemm and the HBM floor.
 double stage_compute_time_s(const StageCost& stage, const NodeSpec& node);
 
 /// Σ stage_compute_time_s over a block.

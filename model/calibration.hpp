@@ -107,7 +107,9 @@ struct Calibration {
   std::vector<GemmEfficiencyTable> gemm_tables;
   /// Scales fitted on published records (`chunkflow validate --published --calibrate-on`,
   /// model/calibration_published.hpp), GPU-independent: they multiply the node's catalogue
-  /// figures (efficiencies clamped to 1) instead of replacing them.
+  /// figures (efficiencies clamped to 1) instead of replacing them. hbm_efficiency_scale scales the
+  /// streaming rate only: the per-SM rates of eager broadcast and row-reduction kernels
+  /// (model/kernel_model.hpp elementwise_bytes_per_s) are fixed, capped by the scaled streaming rate.
   std::optional<double> gemm_efficiency_scale, attention_efficiency_scale, hbm_efficiency_scale,
       host_kernel_issue_scale;
 

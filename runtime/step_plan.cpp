@@ -362,10 +362,27 @@ std::string plan_fnv1a64(const StepPlan& plan) {
     const int n = std::snprintf(text, sizeof text, "%.9g", v == 0 ? 0.0 : v);  // -0 as 0
     h.add(text, std::size_t(n) + 1);
   };
+  h.add(plan.workload.model.data(), plan.workload.model.size() + 1);
   integer(plan.info.ranks);
   integer(plan.info.steps);
   integer(plan.info.slot_count);
   bytes(plan.info.slot_bytes);
+  bytes(plan.cost.non_block_weight_bytes);
+  // The work the ops reference (hw/lowering.cpp sizes its kernels and weight pieces from it): per
+  // block its bytes and whether FSDP gathers it; per stage its kind, shapes and weight range.
+  integer(int64_t(plan.cost.blocks.size()));
+  for (const BlockCost& b : plan.cost.blocks) {
+    bytes(b.weight_bytes);
+    integer(b.weights_gathered ? 1 : 0);
+    integer(int64_t(b.stages.size()));
+    for (const StageCost& st : b.stages)
+      for (int64_t v : {int64_t(st.stage.kind), int64_t(st.stage.linear_index), st.gemm.m, st.gemm.k, st.gemm.n,
+                        st.attention.batch, st.attention.heads, st.attention.q_tokens, st.attention.kv_tokens,
+                        st.attention.head_dim, int64_t(st.collective), int64_t(st.collective_ranks), int64_t(st.dtype_bytes),
+                        int64_t(std::llround(st.weight_offset_bytes)), int64_t(std::llround(st.weight_bytes)),
+                        int64_t(std::llround(st.all_to_all_buffer_bytes))})
+        integer(v);
+  }
   integer(int64_t(plan.ops.size()));
   for (const PlanOp& op : plan.ops) {
     for (int64_t v : {int64_t(op.id), int64_t(op.kind), int64_t(op.lane), int64_t(op.rank), int64_t(op.step),

@@ -116,13 +116,16 @@ std::pair<double, double> stage_weight_range(const BlockCost& block, int s);
 ///  - every collective group has one op per executed rank.
 void validate(const StepPlan& plan);
 
-/// The plan's identity: 64-bit FNV-1a (model/fnv1a.hpp) as "0x" + 16 hex digits, over what an
-/// executor does with it and nothing else: the executed ranks, simulated steps, slot count and slot
-/// bytes, and per op in id order its kind, lane, rank, step, block, stage, chunk, slot, collective
-/// group, bytes, source offset, alloc and free bytes, rate cap and both dependency lists. Op names
-/// and FLOPs are left out (labels, and costs the node prices); byte counts are hashed as integers
-/// and the rate cap to 9 significant digits, so a plan re-built on another machine (another libm)
-/// gets the same digest. Recorded by `chunkflow simulate --json` and chunkflow-hw summaries
+/// The plan's identity: 64-bit FNV-1a (model/fnv1a.hpp) as "0x" + 16 hex digits, over what the
+/// executors act on: the model id, executed ranks, simulated steps, slot count and slot bytes, the
+/// non-block weight bytes; per block its weight bytes and FSDP flag and per stage its kind, linear
+/// index, GEMM and attention shapes, collective kind and group size, dtype, weight range and
+/// collective buffer (hw/lowering.cpp sizes kernels and weight pieces from them); and per op in id
+/// order its kind, lane, rank, step, block, stage, chunk, slot, collective group, bytes, source
+/// offset, alloc and free bytes, rate cap and both dependency lists. Op names, FLOPs and the
+/// stages' times and efficiencies are left out (labels, and costs the node prices); byte counts
+/// are hashed as integers and the rate cap to 9 significant digits, so a plan re-built on another
+/// machine (another libm) gets the same digest. Recorded by `chunkflow simulate --json` and chunkflow-hw summaries
 /// (/plan/fnv1a64); `validate --measured` compares it with the plan it re-builds (sim/validate.hpp).
 std::string plan_fnv1a64(const StepPlan& plan);
 

@@ -65,6 +65,7 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   };
   ScenarioOptions& o = r.options;
   if (auto file = str("file"); file && !file->empty() && fs::exists(*file)) o.scenario_file = *file;
+  if (auto cal = str("calibration_file"); cal && !cal->empty() && fs::exists(*cal)) r.plan_calibration_file = *cal;
   if (s.contains("node") && s["node"].is_object() && s["node"].contains("id") && s["node"]["id"].is_string() &&
       s["node"].contains("peak_flop_per_s")) {
     // The whole node as simulate --json records it: the plan's node.
@@ -172,6 +173,13 @@ MeasuredRun read_run(const json& j, const std::string& path) {
       o.resident_fraction = "auto";
   }
   if (auto l = integer("lookahead")) o.lookahead = int(*l);
+  // The memory budget the plan was sized to (simulate --json and chunkflow-hw record bytes; 0 or
+  // absent: none), so a budgeted run is re-planned to the same budget.
+  if (const json* b = lookup(j, "memory_budget_bytes")) {
+    if (!b->is_number() || !(b->get<double>() >= 0) || !std::isfinite(b->get<double>()))
+      throw InputError(path, where("memory_budget_bytes"), "expected a non-negative number of bytes (0: no budget), got " + b->dump());
+    if (b->get<double>() > 0) o.memory_budget_gib = b->get<double>() / kGiB;
+  }
   // Forwards simulated: "simulated_steps" (simulate --json since issue 9 §3), "steps" (chunkflow-hw runs).
   if (auto st = integer("simulated_steps")) o.steps = int(*st);
   else if (auto st = integer("steps")) o.steps = int(*st);
@@ -244,7 +252,17 @@ ValidationResult validate_runs(const std::vector<MeasuredRun>& runs, const std::
       if (!e.file().empty() && e.file() == calibration_file) throw;
       throw InputError(run.summary_path, "/scenario", std::string("does not resolve: ") + e.what());
     }
-    StepPlan plan = build_plan(s.workload, run.plan_node ? *run.plan_node : as_run.node, s.policy);
+    NodeSpec plan_node = run.plan_node ? *run.plan_node : as_run.node;
+    if (!run.plan_calibration_file.empty()) {
+      ScenarioOptions planned = run.options;
+      planned.calibration_file = run.plan_calibration_file;
+      try {
+        plan_node = resolve_scenario(planned).node;
+      } catch (const InputError& e) {
+        throw InputError(run.summary_path, "/scenario/calibration_file", std::string("the run's calibration does not apply: ") + e.what());
+      }
+    }
+    StepPlan plan = build_plan(s.workload, plan_node, s.policy);
     validate(plan);
     if (run.harness && !plan.workload.harness_ops) price_as_harness(plan.cost.blocks, plan.workload);
     SimOptions so;

@@ -43,6 +43,10 @@ struct MeasuredRun {
   /// --json writes the whole node); else the plan is built with the scenario's node without the
   /// calibration, as the harness built it. The plan is then simulated on the calibrated node.
   std::optional<NodeSpec> plan_node;
+  /// The calibration the run was planned with (simulate --json's /scenario/calibration_file), when
+  /// that file exists here: the plan's node is then the scenario's node with it applied (every
+  /// calibrated field, which the recorded node figures do not all hold), not plan_node.
+  std::string plan_calibration_file;
   int64_t plan_ops = 0;              ///< ops of the measured plan ("plan"/"ops" or "ops"; 0 unknown)
   std::string plan_fnv1a64;          ///< its digest ("plan"/"fnv1a64" or "plan_fnv1a64"; "" unknown)
   /// A chunkflow-hw run (its context's tool): re-simulated with the compute ops as the harness ran

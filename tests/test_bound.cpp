@@ -299,26 +299,37 @@ TEST_CASE("step_bound's shortcuts give the exhaustive StepBound field for field 
   CHECK(checked_layouts == wanted_layouts);
 }
 
-TEST_CASE("the chain-lane term (h) binds on hw-flux-1024 at 70 % of no-offload's memory, below the step", "[bound]") {
-  // The 70 % budget of README "Policies at equal memory" (15.66 GiB) with 64 MiB chunks and R auto:
-  // the plan ignores the all-to-alls; its uncapped copies take half of the H2D direction beside each
-  // all-to-all's incoming flow and stretch it, and the lane cannot move its bytes outside the
-  // all-to-alls in the critical path's time. (a)–(f) let both run at full rate at once. (Until eager
-  // broadcast kernels were priced per SM, Session 11 of notes/issue-10.md, the pinned plan was the
-  // table's pick there, 16 MiB chunks; with the H100's slower modulation its critical path now
-  // binds: 182.2 ms against the lane's 181.3 ms.)
+TEST_CASE("the chain-lane term (h) binds on hw-flux-1024 near 70 % of no-offload's memory, with and without capped copies",
+          "[bound]") {
+  // hw-flux-1024 (FLUX 1024², Ulysses 2 on one H100 SXM) with 16 MiB chunks and R auto, at budgets
+  // just below README "Policies at equal memory"'s 70 % (15.66 GiB), where the copy lane and the
+  // critical path are close:
+  //  - 15.0 GiB: the plan ignores the all-to-alls; its uncapped copies take half of the H2D direction
+  //    beside each all-to-all's incoming flow and stretch it, and the lane cannot move its bytes
+  //    outside the all-to-alls in the critical path's time ((a)–(f) let both run at full rate at
+  //    once). (h) binds by 1.8 % (180.02 vs the link's 176.90 ms, notes/issue-10.md Session 11).
+  //  - 15.2 GiB: the plan shares windows at a capped rate, and (h) still binds (by 1.0 %: 178.08
+  //    vs 176.30 ms), so the capped copies' sharing rule is exercised too.
+  // (Until eager broadcast kernels were priced per SM, the table's 70 % pick itself bound on (h); its
+  // critical path binds now.)
   const Scenario s = load_scenario(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/hw-flux-1024-u2-1xh100-sxm.json");
-  PolicyConfig p = policy("chunkflow", std::nullopt, 64);
-  p.memory_budget_bytes = 15.66 * kGiB;
-  const auto r = run(s.workload, s.node, p);
-  const StepBound& b = r.result.bound;
-  INFO("step " << r.result.summary.step_time_s << " s, critical path " << b.critical_path_s << " s, link " << b.link_s
-               << " s, copy lane " << b.copy_lane_s << " s, chain-lane " << b.chain_lane_s << " s");
-  CHECK(b.binding == "chain-lane");
-  CHECK(b.chain_lane_s > std::max({b.critical_path_s, b.link_s, b.copy_lane_s}));
-  CHECK(r.result.summary.step_time_s >= b.bound_step_time_s * (1 - kBoundSlack));
-  // The plan-only bound has (h) too (it reads the plan alone).
-  CHECK(step_bound(r.plan, s.node).chain_lane_s == b.chain_lane_s);
+  for (const double budget_gib : {15.0, 15.2}) {
+    PolicyConfig p = policy("chunkflow", std::nullopt, 16);
+    p.memory_budget_bytes = budget_gib * kGiB;
+    const auto r = run(s.workload, s.node, p);
+    const StepBound& b = r.result.bound;
+    bool capped = false;
+    for (const PlanOp& op : r.plan.ops) capped = capped || (op.kind == OpKind::h2d && op.rate_cap_bytes_per_s > 0);
+    INFO("budget " << budget_gib << " GiB: step " << r.result.summary.step_time_s << " s, critical path " << b.critical_path_s
+                   << " s, link " << b.link_s << " s, copy lane " << b.copy_lane_s << " s, chain-lane " << b.chain_lane_s
+                   << " s, capped copies " << capped);
+    CHECK(capped == (budget_gib == 15.2));
+    CHECK(b.binding == "chain-lane");
+    CHECK(b.chain_lane_s > std::max({b.critical_path_s, b.link_s, b.copy_lane_s}));
+    CHECK(r.result.summary.step_time_s >= b.bound_step_time_s * (1 - kBoundSlack));
+    // The plan-only bound has (h) too (it reads the plan alone).
+    CHECK(step_bound(r.plan, s.node).chain_lane_s == b.chain_lane_s);
+  }
 }
 
 TEST_CASE("no simulated step time is below its bound where (h) applies: budgets, shares, caps, shared uplinks, "
@@ -392,9 +403,8 @@ TEST_CASE("no simulated step time is below its bound where (h) applies: budgets,
   INFO("(h) evaluated " << evaluated << ", binding " << binding << ", binding with capped copies " << binding_capped);
   CHECK(evaluated > wanted / 2);
   // (h) binds in 4 of the 100 draws, 1 with capped copies; a sampled run (CHUNKFLOW_PROPERTY_CONFIGS, scripts/sanitize.sh:
-  // the first 20 draws) need not reach them, so only the full run asserts that it binds.
-  if (wanted == 100) {
-    CHECK(binding > 0);
-    CHECK(binding_capped > 0);
-  }
+  // the first 20 draws) need not reach them, so only the full run asserts that it binds. That (h)
+  // binds with capped copies rests on one draw here, so the case before this one pins it (15.2 GiB)
+  // instead of asserting it of the draws.
+  if (wanted == 100) CHECK(binding > 0);
 }

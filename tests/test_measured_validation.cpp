@@ -21,6 +21,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "model/calibration.hpp"
 #include "model/error.hpp"
 #include "sim/report.hpp"
 #include "model/harness_ops.hpp"
@@ -332,6 +333,8 @@ TEST_CASE("plan_fnv1a64 names a plan by what its executors do: equal when re-bui
   CHECK(plan_fnv1a64(build_plan(w, n, test::policy("chunkflow", 0.25, 16))) == digest);  // re-built
   StepPlan relabelled = a;  // names and FLOPs are labels and costs, not decisions
   for (PlanOp& op : relabelled.ops) op.name += "'", op.flop *= 1.5;
+  for (BlockCost& b : relabelled.cost.blocks)
+    for (StageCost& st : b.stages) st.flop *= 2, st.elementwise_bytes *= 2, st.elementwise_kernels += 1;
   CHECK(plan_fnv1a64(relabelled) == digest);
   // Every decision an executor acts on moves it: another chunk size, a dependency, a slot, a rate cap.
   CHECK(plan_fnv1a64(build_plan(w, n, test::policy("chunkflow", 0.25, 32))) != digest);
@@ -352,6 +355,16 @@ TEST_CASE("plan_fnv1a64 names a plan by what its executors do: equal when re-bui
   CHECK(plan_fnv1a64(m) != digest);
   m = a;
   first_h2d(m).bytes += 256;
+  CHECK(plan_fnv1a64(m) != digest);
+  // And the work the ops reference: a GEMM's shape, a linear's weight range, the model.
+  for (auto edit : {+[](StageCost& st) { st.gemm.n += 1; }, +[](StageCost& st) { st.weight_offset_bytes += 256; },
+                    +[](StageCost& st) { st.attention.heads += 1; }}) {
+    m = a;
+    for (StageCost& st : m.cost.blocks.front().stages) edit(st);
+    CHECK(plan_fnv1a64(m) != digest);
+  }
+  m = a;
+  m.workload.model = "flux.1-schnell";
   CHECK(plan_fnv1a64(m) != digest);
 }
 
@@ -387,5 +400,71 @@ TEST_CASE("validate --measured flags a run whose recorded plan digest is not the
   REQUIRE(v.rows.size() == 1);
   CHECK_FALSE(v.rows[0].run.plan_fnv1a64.empty());
   CHECK_FALSE(v.rows[0].plan_mismatch);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run planned to a memory budget is re-planned to that budget (memory_budget_bytes of the summary)") {
+  Scenario s = load_scenario(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/hw-flux-1024-u2-1xh100-sxm.json");
+  s.policy = test::policy("chunkflow", std::nullopt, 16);
+  s.policy.memory_budget_bytes = 15.66 * kGiB;
+  PolicyConfig unbudgeted = s.policy;
+  unbudgeted.memory_budget_bytes.reset();
+  // The budget changes the plan here (else this case would not tell a lost budget).
+  REQUIRE(plan_fnv1a64(build_plan(s.workload, s.node, s.policy)) != plan_fnv1a64(build_plan(s.workload, s.node, unbudgeted)));
+  const fs::path dir = test::fresh_dir("budget");
+  write_scaled_run(dir, "sim", s, 1.0);
+  const ValidationResult v = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(v.rows.size() == 1);
+  REQUIRE(v.rows[0].run.options.memory_budget_gib.has_value());
+  CHECK(*v.rows[0].run.options.memory_budget_gib == Approx(15.66).epsilon(1e-12));
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+  CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
+  // A chunkflow-hw summary's scenario block carries it as bytes too; 0 is no budget; a negative one is refused.
+  const Workload w = test::workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
+  const PolicyConfig p = test::policy("chunkflow", 0.25);
+  for (double budget : {0.0, 4.0 * kGiB}) {
+    nlohmann::json j = hw_summary(w, "2xh100-pcie", p, true, 1.0, 0);
+    j["scenario"]["memory_budget_bytes"] = budget;
+    write_json(dir / "sim.json", j);
+    const std::vector<MeasuredRun> runs = find_measured_runs(dir.string());
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].options.memory_budget_gib.has_value() == (budget > 0));
+  }
+  nlohmann::json bad = hw_summary(w, "2xh100-pcie", p, true, 1.0, 0);
+  bad["scenario"]["memory_budget_bytes"] = -1;
+  write_json(dir / "sim.json", bad);
+  CHECK_THROWS_AS(find_measured_runs(dir.string()), InputError);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run planned on a calibrated node is re-planned on that node (the calibration file it names), not flagged") {
+  const fs::path dir = test::fresh_dir("calibrated-plan");
+  const NodeSpec base = node("2xh100-pcie");
+  Calibration c;
+  c.node_id = base.id;
+  c.peak_flop_per_s = base.peak_flop_per_s;
+  c.compute_launch_s = base.compute_launch_s;
+  c.hbm_efficiency_scale = 0.7;   // fields the recorded node figures do not hold
+  c.gemm_efficiency_scale = 0.8;
+  const std::string cal = (dir / "cal.json").string();
+  std::ofstream(cal) << calibration_to_json(c, "{}");
+  ScenarioOptions o;
+  o.node = base.id;
+  o.model = "flux.1-dev";
+  o.height = 1024;
+  o.width = 1024;
+  o.frames = 1;
+  o.ulysses = 2;
+  o.policy = "chunkflow";
+  o.resident_fraction = "auto";
+  o.chunk_mib = 16;
+  o.calibration_file = cal;
+  const Scenario s = resolve_scenario(o);
+  write_scaled_run(dir, "sim", s, 1.0);
+  const ValidationResult v = validate_runs(find_measured_runs(dir.string()), cal);
+  REQUIRE(v.rows.size() == 1);
+  CHECK(v.rows[0].run.plan_calibration_file == cal);
+  CHECK_FALSE(v.rows[0].plan_mismatch);
+  CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
   fs::remove_all(dir);
 }
