@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "model/architecture.hpp"
+#include "model/harness_ops.hpp"
 #include "model/error.hpp"
 
 namespace chunkflow::hw {
@@ -339,7 +340,10 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
     if (l.weight_bytes < l.k * l.n * 2)
       throw std::logic_error("op " + op.name + ": weight bytes " + std::to_string(l.weight_bytes) +
                              " < k·n·2 = " + std::to_string(l.k * l.n * 2));
-    l.bias = l.weight_bytes >= (l.k * l.n + l.n) * 2;
+    l.bias = linear_has_bias(st);  // the simulator prices the same bias kernel (model/harness_ops.hpp)
+    if (l.bias && l.weight_bytes < (l.k * l.n + l.n) * 2)
+      throw std::logic_error("op " + op.name + ": weight bytes " + std::to_string(l.weight_bytes) +
+                             " hold more than the weights but not a whole bias of " + std::to_string(l.n) + " elements");
     const size_t b = size_t(op.block);
     const int64_t begin = l.layout_begin, end = l.layout_begin + l.weight_bytes;
     if (blocks[b].weights_gathered) {

@@ -36,7 +36,7 @@ void price_as_harness(std::vector<BlockCost>& blocks, const Workload& w) {
       st.elementwise_broadcast_bytes = 0;
       if (st.stage.kind == BlockStage::Kind::linear) {
         const double m = double(st.gemm.m), k = double(st.gemm.k), n = double(st.gemm.n);
-        const bool bias = st.weight_bytes > k * n * dt;  // weights + bias when the linear has one
+        const bool bias = linear_has_bias(st);
         st.elementwise_bytes = dt * (2.0 * m * k + (bias ? 2.0 * m * n : 0.0) + 3.0 * hidden_elems);
         st.elementwise_kernels = bias ? 3 : 2;
       } else if (st.stage.kind == BlockStage::Kind::attention) {

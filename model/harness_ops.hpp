@@ -32,6 +32,13 @@ namespace chunkflow {
 /// were built from (its model's hidden size). Throws what architecture(w.model) throws.
 void price_as_harness(std::vector<BlockCost>& blocks, const Workload& w);
 
+/// Whether linear stage `st` carries a bias (its weight bytes exceed k·n elements; model/workload.cpp
+/// puts weights and bias in weight_bytes): the harness adds it in a kernel of its own
+/// (hw/lowering.cpp), and this file prices that kernel. The one predicate both use.
+inline bool linear_has_bias(const StageCost& st) {
+  return st.weight_bytes > double(st.gemm.k) * double(st.gemm.n) * double(st.dtype_bytes);
+}
+
 /// The score tile the harness uses for every attention of these blocks: tiled_attention_tile of
 /// their largest batch·heads and head dim (one workspace per rank, hw/executor.cu).
 int64_t harness_attention_tile(const std::vector<BlockCost>& blocks);

@@ -23,6 +23,7 @@
 
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/fnv1a.hpp"
 #include "sim/report.hpp"
 #include "model/harness_ops.hpp"
 #include "sim/executor.hpp"
@@ -327,6 +328,13 @@ TEST_CASE("plan_fnv1a64 names a plan by what its executors do: equal when re-bui
   const NodeSpec n = node("2xh100-pcie");
   const Workload w = test::workload("flux.1-dev", 1024, 1024, 1, 2);
   const StepPlan a = build_plan(w, n, test::policy("chunkflow", 0.25, 16));
+  // The hash itself is FNV-1a 64 (its published test vectors).
+  for (const auto& [text, value] : {std::pair<std::string, uint64_t>{"", 0xcbf29ce484222325ull},
+                                    {"a", 0xaf63dc4c8601ec8cull}, {"foobar", 0x85944171f73967e8ull}}) {
+    Fnv1a64 h;
+    h.add(text.data(), text.size());
+    CHECK(h.value() == value);
+  }
   const std::string digest = plan_fnv1a64(a);
   CHECK(digest.size() == 18);
   CHECK(digest.rfind("0x", 0) == 0);
