@@ -168,5 +168,4 @@ nlohmann::ordered_json scenario_json(const Scenario& sc) {
   return j;
 }
 
-
 }  // namespace chunkflow::hw

@@ -15,7 +15,7 @@ namespace chunkflow {
 
 double stage_compute_time_s(const StageCost& stage, const NodeSpec& node) {
   // Memory-bound non-GEMM ops priced inside this stage (norms, modulation, RoPE, activations,
-  // residuals): bytes over achieved HBM bandwidth plus one launch each (model/kernel_model.hpp).
+  // residuals): each access class's bytes at its rate plus one launch each (model/kernel_model.hpp).
   const double elementwise_s = elementwise_time_s(stage, node);
   switch (stage.stage.kind) {
     case BlockStage::Kind::linear: {

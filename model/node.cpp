@@ -79,6 +79,7 @@ void validate(const NodeSpec& n, const std::string& file, const std::string& pre
   if (n.sm_count < 0)
     throw InputError(file, prefix + "/sm_count", "expected a non-negative integer (0: unknown), got " + std::to_string(n.sm_count));
   require_positive(n.sm_clock_hz, true, file, prefix + "/sm_clock_hz", "clock in Hz (0: unknown)");
+  require_positive(n.tiled_attention_scale, false, file, prefix + "/tiled_attention_scale", "scale (measured / modelled)");
   require_positive(n.copy_engine_bytes_per_s, false, file, prefix + "/copy_engine_bytes_per_s", "number of bytes/s");
   require_positive(n.h2d_latency_s, true, file, prefix + "/h2d_latency_s", "number of seconds");
   require_positive(n.collective_flow_bytes_per_s, false, file, prefix + "/collective_flow_bytes_per_s",
