@@ -192,6 +192,13 @@ analyze() {
              --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
     done
   done
+  if [ -f "$OUT_DIR/kernels.json" ]; then
+    # Every PyTorch kernel timing priced by the compute model on the node of its GPU (text only:
+    # validate --measured reads every *.json below $OUT_DIR).
+    log "kernel model against the PyTorch kernel timings"
+    "$SIM" validate --kernels "$OUT_DIR/kernels.json" > "$OUT_DIR/analysis/kernels-check.txt" 2>&1
+    echo "validate --kernels: exit $?"
+  fi
   if [ -n "$py" ]; then
     log "plots with $py"
     "$py" scripts/plot_calibration.py "$OUT_DIR/calibration.json" "$OUT_DIR/analysis/calibration.png" || true

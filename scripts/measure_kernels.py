@@ -13,7 +13,7 @@ What it measures (bf16 throughout, one GPU, CUDA events, median of --repeat time
     attention, efficient = memory-efficient) → FLOP/s = 4·B·H·S_q·S_kv·hd / t;
   - elementwise: LayerNorm without affine, GELU (tanh), adaLN modulation x·(1 + scale) + shift,
     a residual add, each over an (S × d) activation → bytes/s = (bytes read + written) / t.
-It is the measurement side of model/kernel_model.cpp (`chunkflow` does not read its output);
+It is the measurement side of model/kernel_model.cpp (`chunkflow validate --kernels FILE` prices it);
 scripts/first-contact.sh runs it when torch is there. Needs torch with CUDA; exits 3 without a GPU.
 """
 import argparse

@@ -19,6 +19,8 @@
 #include "model/analytical.hpp"
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/json_file.hpp"
+#include "model/kernel_check.hpp"
 #include "model/limits.hpp"
 #include "runtime/plan_limits.hpp"
 #include "runtime/scenario.hpp"
@@ -205,6 +207,8 @@ struct ValidateOptions {
   std::vector<std::string> ids, calibrate_on;
   std::string calibration_out = "out/published-calibration.json";
   bool plot = true;
+  // --kernels: scripts/measure_kernels.py's timings against the kernel model
+  std::string kernels_file, node;
 };
 
 json validation_json(const CliContext& context, const ValidateOptions& o, const ValidationResult& v) {
@@ -390,7 +394,85 @@ void do_validate_published(const CliContext& context, const ValidateOptions& o) 
   }
 }
 
+/// `validate --kernels FILE`: every timed point of scripts/measure_kernels.py's JSON priced on a node
+/// (--node, else the built-in node of the file's GPU; --calibration applied) against its measured
+/// time (model/kernel_check.hpp), then per kind the ratios and per elementwise op its least-squares
+/// rate against the model's class rate.
+void do_validate_kernels(const CliContext& context, const ValidateOptions& o) {
+  if (!o.traces_dir.empty()) throw InputError("", "--traces", "expected with --measured only (kernel timings have no timeline)");
+  if (!o.plot_png.empty()) throw InputError("", "--plot", "not drawn for --kernels (use --json or --out and plot the rows)");
+  if (!o.ids.empty() || !o.calibrate_on.empty())
+    throw InputError("", o.ids.empty() ? "--calibrate-on" : "--ids", "expected with --published only");
+  const json k = read_json_file(o.kernels_file, "the kernels file");
+  NodeSpec n;
+  if (!o.node.empty()) {
+    n = node(o.node, "--node");
+  } else {
+    std::string gpu_name;
+    int sm_count = 0;
+    if (k.is_object() && k.contains("context") && k["context"].is_object()) {
+      gpu_name = string_member_or(k["context"], "gpu_name");
+      if (k["context"].contains("sm_count") && k["context"]["sm_count"].is_number_integer() &&
+          k["context"]["sm_count"].get<int64_t>() > 0 && k["context"]["sm_count"].get<int64_t>() <= 1000000)
+        sm_count = int(k["context"]["sm_count"].get<int64_t>());
+    }
+    const std::string gpu = catalogue_gpu_for_device(gpu_name, sm_count);
+    if (gpu.empty())
+      throw InputError(o.kernels_file, "/context/gpu_name",
+                       "\"" + gpu_name + "\"" + (sm_count > 0 ? " (" + std::to_string(sm_count) + " SMs)" : std::string()) +
+                           " names no single GPU of the catalogue (model/catalogue/gpus.json); give --node (a node id or file)");
+    n = kernel_check_node(gpu, "--node");
+  }
+  if (!o.calibration.empty()) apply_calibration(load_calibration(o.calibration), n);
+  const KernelCheck c = check_kernels(k, o.kernels_file, n);
+  json j = kernel_check_to_json(c);
+  j["context"] = context_block(context.command_line);
+  j["kernels_file"] = o.kernels_file;
+  j["node"] = n.id;
+  j["calibration_file"] = o.calibration;
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, j.dump(2) + "\n");
+  if (o.json_stdout) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  auto us = [](double s) { return fixed(s * 1e6, 1); };
+  std::vector<std::vector<std::string>> rows;
+  for (const KernelPoint& p : c.points)
+    rows.push_back({p.kind, p.shape, p.priced_as, us(p.measured_s), us(p.predicted_s), fixed(p.predicted_s / p.measured_s, 2),
+                    pct(p.tolerance), p.within ? "yes" : "NO"});
+  std::cout << "kernels timed on " << (c.gpu_name.empty() ? std::string("an unnamed GPU") : c.gpu_name)
+            << (c.sm_count > 0 ? " (" + std::to_string(c.sm_count) + " SMs)" : std::string()) << " in " << o.kernels_file
+            << ", priced on node " << n.id << (o.calibration.empty() ? "" : " with calibration " + o.calibration)
+            << " + " << us(kKernelHostDispatch_s) << " us host dispatch per PyTorch call\n\n"
+            << format_table({"kind", "shape", "priced as", "measured", "predicted", "ratio", "tolerance", "within"},
+                            {"", "", "", "us", "us", "pred/meas", "%", ""}, rows);
+  std::vector<std::vector<std::string>> kinds;
+  for (const auto& [key, v] : j["by_kind"].items())
+    kinds.push_back({key, std::to_string(v["points"].get<int>()), std::to_string(v["within"].get<int>()),
+                     fixed(v["min_ratio"].get<double>(), 2), fixed(v["median_ratio"].get<double>(), 2),
+                     fixed(v["max_ratio"].get<double>(), 2)});
+  std::cout << "\nby kind (" << c.skipped << " point(s) skipped: backends without a model kernel, failed points)\n"
+            << format_table({"kind", "points", "within", "min", "median", "max"}, {"", "", "", "ratio", "ratio", "ratio"}, kinds);
+  if (!c.rates.empty()) {
+    std::vector<std::vector<std::string>> rates;
+    for (const ElementwiseRate& r : c.rates)
+      rates.push_back({r.op, r.access_class, std::to_string(r.points),
+                       r.measured_bytes_per_s > 0 ? fixed(r.measured_bytes_per_s / 1e12, 2) : "-",
+                       fixed(r.model_bytes_per_s / 1e12, 2),
+                       r.measured_bytes_per_s > 0 ? fixed(r.model_bytes_per_s / r.measured_bytes_per_s, 2) : "-",
+                       us(r.intercept_s)});
+    std::cout << "\nelementwise rates (least squares of time on counted bytes over the sizes)\n"
+              << format_table({"op", "class", "points", "measured", "model", "model/meas", "intercept"},
+                              {"", "", "", "TB/s", "TB/s", "", "us"}, rates);
+  }
+}
+
 void do_validate(const CliContext& context, const ValidateOptions& o) {
+  if (!o.kernels_file.empty()) {
+    do_validate_kernels(context, o);
+    return;
+  }
+  if (!o.node.empty()) throw InputError("", "--node", "expected with --kernels only (runs and records name their nodes)");
   if (o.published && !o.traces_dir.empty())
     throw InputError("", "--traces", "expected with --measured only (published records have no timeline)");
   if (o.published) {
@@ -567,13 +649,18 @@ void register_calibration_commands(CLI::App& app, const CliContext& context) {
   }
   {
     auto* cmd = app.add_subcommand("validate",
-                                   "Re-simulate every measured run of a folder (--measured) or predict every published record "
-                                   "(--published) and report the error");
+                                   "Re-simulate every measured run of a folder (--measured), predict every published record "
+                                   "(--published) or price timed kernels (--kernels), and report the error");
     auto o = std::make_shared<ValidateOptions>();
     auto* measured = cmd->add_option("--measured", o->measured_dir, "Folder of measured runs (e.g. traces/measured/<device>)");
     auto* published = cmd->add_flag("--published", o->published,
                                     "Predict the published records (traces/published) instead of measured runs");
     measured->excludes(published);
+    auto* kernels = cmd->add_option("--kernels", o->kernels_file,
+                                    "Kernel timings (scripts/measure_kernels.py's JSON) to price on a node and compare, point by point");
+    kernels->excludes(measured)->excludes(published);
+    cmd->add_option("--node", o->node,
+                    "With --kernels: the node (id or file) to price on (default: the built-in node of the file's GPU)");
     cmd->add_option("--published-dir", o->published_dir, "Folder of published records (default: traces/published)");
     cmd->add_option("--ids", o->ids, "With --published: only these record ids (comma-separated or repeated)");
     cmd->add_option("--calibrate-on", o->calibrate_on,

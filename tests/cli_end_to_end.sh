@@ -106,6 +106,14 @@ sed 's/"node": "2xh100-pcie"/"node": {"id": "2xh100-pcie", "copy_engine_bytes_pe
 expect_error "non-positive bandwidth" "bw.json: /node/copy_engine_bytes_per_s" simulate --scenario "$work/bw.json" --trace "$work/bad/t.json"
 expect_error "missing scenario file" "nothere.json" simulate --scenario "$work/nothere.json" --trace "$work/bad/t.json"
 expect_error "unknown option" "--colour" simulate --colour red --trace "$work/bad/t.json"
+kernels=traces/measured/nvidia-h200/kernels.json
+$py -c "
+import json; d = json.load(open('$kernels')); d['gemm'][3]['m'] = 0; json.dump(d, open('$work/kern-m0.json', 'w'))"
+expect_error "kernel timings with a GEMM of m = 0" "kern-m0.json: /gemm/3/m: expected a positive integer" \
+  validate --kernels "$work/kern-m0.json" --out "$work/bad/k.json"
+expect_error "kernel timings priced on a node of another GPU" "/context/sm_count.*--node" \
+  validate --kernels "$kernels" --node 2xh100-pcie --out "$work/bad/k.json"
+expect_error "--node without --kernels" "--node: expected with --kernels" validate --published --node 1xh200 --out "$work/bad/k.json"
 
 # ---- separate processes at different thread counts write byte-identical files --------------------
 for n in 1 2; do
@@ -137,6 +145,17 @@ done
 check "validate --published --json is identical on 1 and 2 threads" cmp -s "$work/pub1.json" "$work/pub2.json"
 check "validate --published --calibrate-on auto --json is identical on 1 and 2 threads" cmp -s "$work/pubfit1.json" "$work/pubfit2.json"
 check "the calibration file of --calibrate-on auto is identical on 1 and 2 threads" cmp -s "$work/pubcal1.json" "$work/pubcal2.json"
+# validate --kernels (model/kernel_check.hpp): the H200 timings on the node of their GPU, every
+# point within its tolerance, the four elementwise rates; the table names the node.
+"$bin" validate --kernels traces/measured/nvidia-h200/kernels.json --json > "$work/kern.json"
+"$bin" validate --kernels traces/measured/nvidia-h200/kernels.json > "$work/kern.txt"
+check "validate --kernels prices the H200 timings on 1xh200, every point within its tolerance" $py -c "
+import json; j = json.load(open('$work/kern.json'))
+assert j['node'] == '1xh200' and j['gpu_name'] == 'NVIDIA H200' and len(j['points']) >= 100
+assert all(p['within'] for p in j['points']) and j['skipped'] >= 1
+assert {r['op'] for r in j['elementwise_rates']} == {'layer_norm', 'gelu_tanh', 'residual_add', 'modulate'}
+assert set(j['by_kind']) == {'gemm', 'attention fa2', 'attention fa3', 'elementwise streaming', 'elementwise row_reduction', 'elementwise broadcast'}"
+check "validate --kernels' table names the node and the rates" grep -q "priced on node 1xh200" "$work/kern.txt"
 check "the published validation predicts every record (≥ 20) and fits on some" $py -c "
 import json
 a, b = (json.load(open(f'$work/{f}.json')) for f in ('pub1', 'pubfit1'))

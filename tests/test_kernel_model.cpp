@@ -13,6 +13,7 @@
 #include "model/analytical.hpp"
 #include "model/architecture.hpp"
 #include "model/error.hpp"
+#include "model/kernel_check.hpp"
 #include "model/kernel_model.hpp"
 #include "model/node.hpp"
 #include "model/published.hpp"
@@ -334,43 +335,13 @@ TEST_CASE("wan2.2-t2v-a14b: two experts of the Wan2.1-14B shape, boundary 0.875"
 // ---------------------------------------------------------------------------------------------
 // Against kernels timed on one H200 (traces/measured/nvidia-h200/kernels.json, 2026-11-26,
 // scripts/measure_kernels.py: PyTorch 2.11, cuBLAS 13, cuDNN 9, bf16, median of 10 calls): every
-// point is predicted on the node 1xh200 and compared with its measured time.
-//
-// The harness times ONE eager call between two CUDA events on an otherwise idle GPU, so each call
-// also contains the host's dispatch of that call (the GPU idles from the first event until the
-// launch arrives); in a forward pass the host runs ahead and that time overlaps. Predicted time of
-// a point = the model's GPU time (kernel + node.compute_launch_s per kernel, as stages are priced)
-// + kHostDispatch_s per PyTorch call, with kHostDispatchSpread_s of uncertainty. The data bound it:
-// the streaming elementwise series (residual add, GELU: least squares of time on bytes over four
-// sizes) have intercepts of 9.7 and 10.7 µs, i.e. 5–6 µs beyond the 5 µs launch; the smallest GEMM
-// (256×1536×1536: 21.7 µs for 1.2 GFLOP, ≥ 1.4 µs of math at 0.85 of peak) leaves at most 15 µs
-// beyond kernel and launch for cuBLAS's heavier dispatch. 10 ± 5 µs spans 5–15 µs.
-//
-// Tolerances on |ln(predicted / measured)| are ln(1 + tolerance) + kHostDispatchSpread_s / measured:
-//  - GEMM 20 %: node.gemm_efficiency 0.8 sits between the H200's sustained (MSMF 0.72) and burst
-//    (MAMF 0.85) rates of large GEMMs, a −6 %…+11 % band on its own (measured here: up to 0.82 of
-//    peak, the ≥ 3 ms GEMMs at 0.72–0.76); the first-order tile/wave/fill model adds the rest (worst
-//    seen: predicted 0.86 of measured for 4096×5120×5120, 0.89 for 1536×1536 at 8192 and 32760
-//    rows, 1.19 for 1024×8960×1536); the repeats' min–max spread is 1–19 % of the median above
-//    100 µs.
-//  - attention, cuDNN (priced as FA3) 20 %: the 11–100 ms kernels (S = 32760 with 12 and 20 heads,
-//    S = 75600) run at 564–582 TFLOP/s, the S ≥ 4096 ones of ≤ 5.2 ms at 587–681: a band like the
-//    GEMMs' around node.attention_efficiency 0.6 (593 TFLOP/s); predicted 0.95–1.15 of measured.
-//  - attention, flash (FlashAttention-2) 25 %: one point sets it: S = 1024 with 24 heads (192 CTAs
-//    on 264 slots, one partial wave) takes 85 µs where curve × wave fill + launch + dispatch gives
-//    67 µs (0.79); the model has no term for a lone wave's unhidden prologue and epilogue (one
-//    point: not fitted). Every other flash point is predicted at 1.02–1.12 of measured.
-//  - elementwise ops, each priced by its access class (model/kernel_model.cpp; residual add and
-//    GELU streaming, LayerNorm a row reduction, x·(1 + scale) + shift two broadcast kernels and
-//    the [d]-sized 1 + scale) 20 %: the class fractions are this data's slopes, so the large
-//    shapes fit by construction (0.99–1.04); the tolerance is set by the points the slope does
-//    not describe: LayerNorm with 1536-wide rows runs at 0.56 of 4.32 TB/s against 0.70 at 5120
-//    (predicted 0.82 of measured) and GELU-tanh's slope is 0.84 of the add's (it is priced as
-//    streaming: 0.87–1.07). 15 % would fail LayerNorm at 32760×1536.
+// point is predicted on the node 1xh200 and compared with its measured time. What a timed point
+// holds beside the kernel (one host dispatch per PyTorch call, kKernelHostDispatch_s ±
+// kKernelHostDispatchSpread_s) and why each tolerance is what it is: model/kernel_check.hpp, which
+// `chunkflow validate --kernels` uses; the cases below price the points with the stage functions
+// directly, the last ones check that command's library against them.
 namespace {
 
-constexpr double kHostDispatch_s = 10e-6;
-constexpr double kHostDispatchSpread_s = 5e-6;
 constexpr double kGemmTolerance = 0.20;
 constexpr double kCudnnTolerance = 0.20;
 constexpr double kFlashTolerance = 0.25;
@@ -385,7 +356,7 @@ nlohmann::json h200_kernels() {
 
 // |ln(predicted / measured)| within ln(1 + tolerance) plus the dispatch uncertainty's share.
 double allowed_log_error(double measured_s, double tolerance) {
-  return std::log1p(tolerance) + kHostDispatchSpread_s / measured_s;
+  return std::log1p(tolerance) + kKernelHostDispatchSpread_s / measured_s;
 }
 
 }  // namespace
@@ -401,7 +372,7 @@ TEST_CASE("H200 cuBLAS GEMMs: predicted time (tiles, waves, split-K, K fill) + d
     s.gemm = GemmShape{r["m"].get<int64_t>(), r["k"].get<int64_t>(), r["n"].get<int64_t>()};
     s.flop = s.gemm.flop();
     s.weight_bytes = 2.0 * double(s.gemm.k) * double(s.gemm.n);
-    const double predicted_s = stage_compute_time_s(s, n) + kHostDispatch_s;
+    const double predicted_s = stage_compute_time_s(s, n) + kKernelHostDispatch_s;
     const double measured_s = r["time_s"].get<double>();
     INFO(s.gemm.m << "x" << s.gemm.k << "x" << s.gemm.n << ": predicted " << predicted_s * 1e6 << " us, measured "
                   << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s
@@ -425,7 +396,7 @@ TEST_CASE("H200 SDPA: cuDNN priced as FA3 within 20 %, flash as FA2 within 25 % 
     s.flop = s.attention.flop();
     s.attention_kernel = backend == "cudnn" ? AttentionKernel::fa3 : AttentionKernel::fa2;
     (backend == "cudnn" ? cudnn : flash) += 1;
-    const double predicted_s = stage_compute_time_s(s, n) + kHostDispatch_s;
+    const double predicted_s = stage_compute_time_s(s, n) + kKernelHostDispatch_s;
     const double measured_s = r["time_s"].get<double>();
     INFO(backend << " H=" << s.attention.heads << " S=" << s.attention.q_tokens << ": predicted " << predicted_s * 1e6
                  << " us, measured " << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s
@@ -454,7 +425,7 @@ TEST_CASE("H200 elementwise ops priced by access class: residual add, GELU, Laye
     op.eager_kernels = name == "modulate" ? 3 : 1;
     const double elements = r["tokens"].get<double>() * r["dim"].get<double>();
     const double predicted_s =
-        elementwise_time_s(elementwise_stage(op, elements, false), n) + op.eager_kernels * kHostDispatch_s;
+        elementwise_time_s(elementwise_stage(op, elements, false), n) + op.eager_kernels * kKernelHostDispatch_s;
     const double measured_s = r["time_s"].get<double>();
     INFO(name << " " << r["tokens"] << "x" << r["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
               << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s
@@ -486,7 +457,7 @@ TEST_CASE("H200: the op table's LayerNorm + modulation (FLUX single block) predi
       const double elements = ln["tokens"].get<double>() * ln["dim"].get<double>();
       const int calls = norm_modulate->eager_kernels;
       const double predicted_s =
-          elementwise_time_s(elementwise_stage(*norm_modulate, elements, false), n) + calls * kHostDispatch_s;
+          elementwise_time_s(elementwise_stage(*norm_modulate, elements, false), n) + calls * kKernelHostDispatch_s;
       const double measured_s = ln["time_s"].get<double>() + mod["time_s"].get<double>();
       INFO(ln["tokens"] << "x" << ln["dim"] << ": predicted " << predicted_s * 1e6 << " us, measured "
                         << measured_s * 1e6 << " us, ratio " << predicted_s / measured_s);
@@ -495,4 +466,175 @@ TEST_CASE("H200: the op table's LayerNorm + modulation (FLUX single block) predi
     }
   }
   CHECK(pairs >= 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `chunkflow validate --kernels` (model/kernel_check.hpp): the command's library against the stage
+// pricing above, closed forms on synthetic timings, the GPU a device name denotes, and bad input.
+namespace {
+
+// A file of `op` timed at four sizes with times the model gives exactly: t = model GPU time + calls
+// × dispatch (the header's measurement model), so the fitted rate must be the model's.
+nlohmann::json synthetic_elementwise(const std::string& name, const NodeSpec& n) {
+  const ElementwiseOp op = measured_elementwise_op(name);
+  nlohmann::json points = nlohmann::json::array();
+  for (int64_t tokens : {1024, 4608, 32760, 75600}) {
+    const double elements = double(tokens) * 3072.0;
+    points.push_back({{"op", name},
+                      {"tokens", tokens},
+                      {"dim", 3072},
+                      {"time_s", elementwise_time_s(elementwise_stage(op, elements, false), n) +
+                                     op.eager_kernels * kKernelHostDispatch_s}});
+  }
+  return {{"context", {{"gpu_name", n.gpu_name}, {"sm_count", n.sm_count}}}, {"elementwise", points}};
+}
+
+InputError check_error(const nlohmann::json& k, const NodeSpec& n) {
+  try {
+    check_kernels(k, "k.json", n);
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("check_kernels accepted a malformed file: " << k.dump());
+  return InputError("", "", "");
+}
+
+}  // namespace
+
+TEST_CASE("validate --kernels on the H200 file: the stage pricing of the cases above, every point within its tolerance") {
+  const NodeSpec n = node("1xh200");
+  const nlohmann::json d = h200_kernels();
+  const KernelCheck c = check_kernels(d, "kernels.json", n);
+  CHECK(c.gpu_name == "NVIDIA H200");
+  CHECK(c.sm_count == 132);
+  size_t cudnn_or_flash = 0;
+  for (const nlohmann::json& r : d["attention"]) cudnn_or_flash += (r["backend"] == "cudnn" || r["backend"] == "flash");
+  REQUIRE(c.points.size() == d["gemm"].size() + cudnn_or_flash + d["elementwise"].size());
+  CHECK(c.skipped == int(d["attention"].size() - cudnn_or_flash));  // the "efficient" backend
+  // Point i of each kind is the file's point i, priced as the cases above price it.
+  size_t i = 0;
+  for (const nlohmann::json& r : d["gemm"]) {
+    StageCost s;
+    s.stage.kind = BlockStage::Kind::linear;
+    s.gemm = GemmShape{r["m"].get<int64_t>(), r["k"].get<int64_t>(), r["n"].get<int64_t>()};
+    s.flop = s.gemm.flop();
+    s.weight_bytes = 2.0 * double(s.gemm.k) * double(s.gemm.n);
+    const KernelPoint& p = c.points[i++];
+    CHECK(p.kind == "gemm");
+    CHECK(p.measured_s == r["time_s"].get<double>());
+    CHECK(p.predicted_s == stage_compute_time_s(s, n) + kKernelHostDispatch_s);
+  }
+  for (; i < c.points.size(); ++i) {
+    const KernelPoint& p = c.points[i];
+    INFO(p.kind << " " << p.shape << ": ratio " << p.predicted_s / p.measured_s);
+    CHECK(p.within);
+    CHECK(p.predicted_s > 0);
+    if (p.kind == "attention") CHECK((p.priced_as == "fa3") == (p.shape.rfind("cudnn", 0) == 0));
+  }
+  for (const KernelPoint& p : c.points) CHECK(p.within);
+  // The elementwise slopes: LayerNorm and the modulation are the points ρ was fitted on, so their
+  // measured rates are the model's (to the rounding of the fitted constants); the two streaming ops
+  // are priced at η_hbm · BW, which the residual add's slope meets within 2 % and GELU-tanh's
+  // (0.84 of the add's, the header) does not.
+  REQUIRE(c.rates.size() == 4);
+  for (const ElementwiseRate& r : c.rates) {
+    INFO(r.op << " measured " << r.measured_bytes_per_s << " B/s, model " << r.model_bytes_per_s);
+    CHECK(r.points == 4);
+    if (r.op == "layer_norm" || r.op == "modulate") CHECK(r.model_bytes_per_s == Approx(r.measured_bytes_per_s).epsilon(0.01));
+    if (r.op == "residual_add") CHECK(r.model_bytes_per_s == Approx(r.measured_bytes_per_s).epsilon(0.02));
+    if (r.op == "gelu_tanh") CHECK(r.model_bytes_per_s > 1.1 * r.measured_bytes_per_s);
+    CHECK(r.intercept_s > 0);
+  }
+}
+
+TEST_CASE("validate --kernels: timings the model gives exactly fit back its class rate and launch + dispatch, on every published GPU") {
+  for (const std::string& gpu : published_gpu_ids()) {
+    const NodeSpec n = published_node(gpu, 1, "");
+    for (const char* name : {"layer_norm", "gelu_tanh", "residual_add", "modulate"}) {
+      INFO(gpu << " " << name);
+      const KernelCheck c = check_kernels(synthetic_elementwise(name, n), "synthetic.json", n);
+      REQUIRE(c.rates.size() == 1);
+      const ElementwiseOp op = measured_elementwise_op(name);
+      const ElementwiseAccess access = op.eager_broadcast_bytes_per_element > 0       ? ElementwiseAccess::broadcast
+                                       : op.eager_row_reduction_bytes_per_element > 0 ? ElementwiseAccess::row_reduction
+                                                                                      : ElementwiseAccess::streaming;
+      CHECK(c.rates[0].measured_bytes_per_s == Approx(elementwise_bytes_per_s(access, n)).epsilon(1e-9));
+      CHECK(c.rates[0].model_bytes_per_s == elementwise_bytes_per_s(access, n));
+      CHECK(c.rates[0].intercept_s == Approx(op.eager_kernels * (n.compute_launch_s + kKernelHostDispatch_s)).epsilon(1e-6));
+      for (const KernelPoint& p : c.points) {
+        CHECK(p.predicted_s == Approx(p.measured_s).epsilon(1e-12));
+        CHECK(p.within);
+        CHECK(p.calls == op.eager_kernels);
+      }
+    }
+  }
+  // One point outside: 30 % slow against a 20 % tolerance (and well above the dispatch spread).
+  const NodeSpec n = node("1xh200");
+  nlohmann::json k = synthetic_elementwise("residual_add", n);
+  k["elementwise"][3]["time_s"] = k["elementwise"][3]["time_s"].get<double>() * 1.3;
+  const KernelCheck c = check_kernels(k, "synthetic.json", n);
+  CHECK(c.points[2].within);
+  CHECK_FALSE(c.points[3].within);
+}
+
+TEST_CASE("validate --kernels: the catalogue GPU of a CUDA device name, and the node it is priced on") {
+  CHECK(catalogue_gpu_for_device("NVIDIA H200", 132) == "h200");
+  CHECK(catalogue_gpu_for_device("NVIDIA H100 80GB HBM3", 132) == "h100-sxm");
+  CHECK(catalogue_gpu_for_device("NVIDIA H100 PCIe", 114) == "h100-pcie");
+  CHECK(catalogue_gpu_for_device("NVIDIA H100 NVL", 132) == "h100-nvl");
+  CHECK(catalogue_gpu_for_device("NVIDIA H800", 0) == "h800-sxm");
+  CHECK(catalogue_gpu_for_device("NVIDIA H20", 78) == "h20");
+  CHECK(catalogue_gpu_for_device("NVIDIA A100-SXM4-80GB", 108) == "a100-sxm-80gb");
+  CHECK(catalogue_gpu_for_device("NVIDIA A100 80GB PCIe", 108) == "a100-pcie-80gb");
+  CHECK(catalogue_gpu_for_device("NVIDIA L40S", 142) == "l40s");
+  CHECK(catalogue_gpu_for_device("NVIDIA L40", 142) == "l40");
+  CHECK(catalogue_gpu_for_device("NVIDIA GeForce RTX 4090", 128) == "rtx4090");
+  // Not in the catalogue, another memory size, or an SM count the entry does not have: none.
+  CHECK(catalogue_gpu_for_device("NVIDIA A100-SXM4-40GB", 108) == "");
+  CHECK(catalogue_gpu_for_device("NVIDIA H200", 114) == "");
+  CHECK(catalogue_gpu_for_device("NVIDIA B200", 148) == "");
+  CHECK(catalogue_gpu_for_device("", 0) == "");
+  // Default node: the built-in node of that GPU with the fewest GPUs, else the published one.
+  CHECK(kernel_check_node("h200", "--node").id == "1xh200");
+  CHECK(kernel_check_node("h100-sxm", "--node").id == "1xh100-sxm");
+  CHECK(kernel_check_node("h100-pcie", "--node").id == "2xh100-pcie");
+  CHECK(kernel_check_node("l40", "--node").sm_count == 142);  // published-record node
+  CHECK_THROWS_AS(kernel_check_node("rtx3090", "--node"), InputError);
+}
+
+TEST_CASE("validate --kernels: malformed files name the field and the expected form") {
+  const NodeSpec n = node("1xh200");
+  const nlohmann::json good = synthetic_elementwise("layer_norm", n);
+  CHECK(check_error(nlohmann::json::array(), n).field() == "");
+  CHECK(check_error(nlohmann::json::object(), n).message().find("at least one timed point") != std::string::npos);
+  nlohmann::json k = good;
+  k["gemm"] = "many";
+  CHECK(check_error(k, n).field() == "/gemm");
+  k = good;
+  k["elementwise"][1]["tokens"] = 0;
+  CHECK(check_error(k, n).field() == "/elementwise/1/tokens");
+  k = good;
+  k["elementwise"][2]["dim"] = "3072";
+  CHECK(check_error(k, n).field() == "/elementwise/2/dim");
+  k = good;
+  k["elementwise"][0]["time_s"] = -1.0;
+  CHECK(check_error(k, n).field() == "/elementwise/0/time_s");
+  k = good;
+  k["elementwise"][3]["op"] = "softmax";
+  const InputError unknown = check_error(k, n);
+  CHECK(unknown.field() == "/elementwise/3/op");
+  CHECK(unknown.message().find("layer_norm") != std::string::npos);
+  k = good;
+  k["elementwise"][0] = 7;
+  CHECK(check_error(k, n).field() == "/elementwise/0");
+  k = good;
+  k["attention"] = {{{"backend", "cudnn"}, {"batch", 1}, {"heads", 24}, {"q_tokens", 1024}, {"head_dim", 128}, {"time_s", 1e-4}}};
+  CHECK(check_error(k, n).field() == "/attention/0/kv_tokens");
+  k = good;
+  k["gemm"] = {{{"m", 128}, {"k", 128}, {"n", 128}}};
+  CHECK(check_error(k, n).field() == "/gemm/0/time_s");
+  // Timed on another GPU than the node's: refused, not priced on the wrong SM count.
+  const InputError other = check_error(good, node("2xh100-pcie"));
+  CHECK(other.field() == "/context/sm_count");
+  CHECK(other.message().find("--node") != std::string::npos);
 }

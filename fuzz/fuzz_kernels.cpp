@@ -1,0 +1,26 @@
+// libFuzzer harness: kernel timings (scripts/measure_kernels.py's JSON) as `chunkflow validate
+// --kernels` reads them: the file, the GPU its context names (catalogue_gpu_for_device), each point
+// priced on the H200 node and on an Ada node (model/kernel_check.hpp), and the JSON report.
+#include "fuzz/fuzz_util.hpp"
+#include "model/error.hpp"
+#include "model/json_file.hpp"
+#include "model/kernel_check.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace chunkflow;
+  const std::string& path = fuzz::write_input(data, size);
+  static const NodeSpec h200 = node("1xh200"), rtx4090 = node("4xrtx4090");
+  fuzz::expect_only<InputError>([&] {
+    const nlohmann::json k = read_json_file(path, "the kernels file");
+    if (k.is_object() && k.contains("context") && k["context"].is_object())
+      (void)catalogue_gpu_for_device(string_member_or(k["context"], "gpu_name"), 0);
+    for (const NodeSpec* n : {&h200, &rtx4090}) {
+      try {
+        (void)kernel_check_to_json(check_kernels(k, path, *n)).dump();
+      } catch (const InputError& e) {
+        if (e.field() != "/context/sm_count") throw;  // a file of one GPU's SM count fails on the other node
+      }
+    }
+  });
+  return 0;
+}
