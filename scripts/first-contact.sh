@@ -196,7 +196,8 @@ analyze() {
     # Every PyTorch kernel timing priced by the compute model on the node of its GPU (text only:
     # validate --measured reads every *.json below $OUT_DIR).
     log "kernel model against the PyTorch kernel timings"
-    "$SIM" validate --kernels "$OUT_DIR/kernels.json" > "$OUT_DIR/analysis/kernels-check.txt" 2>&1
+    "$SIM" validate --kernels "$OUT_DIR/kernels.json" --plot "$OUT_DIR/analysis/kernels-check.png" \
+           > "$OUT_DIR/analysis/kernels-check.txt" 2>&1
     echo "validate --kernels: exit $?"
   fi
   if [ -n "$py" ]; then

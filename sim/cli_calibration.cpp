@@ -57,6 +57,28 @@ void plot(const CliContext& context, const std::string& script, const std::vecto
               << " with /usr/bin/python3 and matplotlib; exit " << rc << ")\n";
 }
 
+/// Draws `png` with `script` from the JSON `j` a command produced: read from `json_out` when the
+/// command wrote it there, else from a temporary file, removed afterwards (also when interrupted).
+void plot_from_json(const CliContext& context, const std::string& script, const json& j, const std::string& json_out,
+                    const std::string& png) {
+  if (!json_out.empty()) {
+    plot(context, script, {json_out, png}, png);
+    return;
+  }
+  const std::string tmp =
+      (fs::temp_directory_path() / ("chunkflow-" + fs::path(script).stem().string() + "-" + std::to_string(::getpid()) + ".json"))
+          .string();
+  write_file_atomic(tmp, j.dump(2) + "\n");
+  std::error_code ec;
+  try {
+    plot(context, script, {tmp, png}, png);
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  fs::remove(tmp, ec);
+}
+
 /// Reads a Chrome trace; errors become InputError naming the option and the file.
 Timeline read_trace_file(const std::string& path, const std::string& option) {
   std::ifstream in(path);
@@ -381,60 +403,13 @@ void do_validate_published(const CliContext& context, const ValidateOptions& o) 
   if (o.plot && !o.plot_png.empty()) {
     const fs::path parent = fs::path(o.plot_png).parent_path();
     if (!parent.empty()) fs::create_directories(parent);
-    const std::string js = o.json_out.empty()
-                               ? (fs::temp_directory_path() / ("chunkflow-published-" + std::to_string(::getpid()) + ".json")).string()
-                               : o.json_out;
-    if (o.json_out.empty()) write_file_atomic(js, j.dump(2) + "\n");
-    plot(context, "plot_published.py", {js, o.plot_png}, o.plot_png);
-    if (o.json_out.empty()) {
-      std::error_code ec;
-      fs::remove(js, ec);
-    }
+    plot_from_json(context, "plot_published.py", j, o.json_out, o.plot_png);
     if (!o.json_stdout) std::cout << "wrote " << o.plot_png << "\n";
   }
 }
 
-/// `validate --kernels FILE`: every timed point of scripts/measure_kernels.py's JSON priced on a node
-/// (--node, else the built-in node of the file's GPU; --calibration applied) against its measured
-/// time (model/kernel_check.hpp), then per kind the ratios and per elementwise op its least-squares
-/// rate against the model's class rate.
-void do_validate_kernels(const CliContext& context, const ValidateOptions& o) {
-  if (!o.traces_dir.empty()) throw InputError("", "--traces", "expected with --measured only (kernel timings have no timeline)");
-  if (!o.plot_png.empty()) throw InputError("", "--plot", "not drawn for --kernels (use --json or --out and plot the rows)");
-  if (!o.ids.empty() || !o.calibrate_on.empty())
-    throw InputError("", o.ids.empty() ? "--calibrate-on" : "--ids", "expected with --published only");
-  const json k = read_json_file(o.kernels_file, "the kernels file");
-  NodeSpec n;
-  if (!o.node.empty()) {
-    n = node(o.node, "--node");
-  } else {
-    std::string gpu_name;
-    int sm_count = 0;
-    if (k.is_object() && k.contains("context") && k["context"].is_object()) {
-      gpu_name = string_member_or(k["context"], "gpu_name");
-      if (k["context"].contains("sm_count") && k["context"]["sm_count"].is_number_integer() &&
-          k["context"]["sm_count"].get<int64_t>() > 0 && k["context"]["sm_count"].get<int64_t>() <= 1000000)
-        sm_count = int(k["context"]["sm_count"].get<int64_t>());
-    }
-    const std::string gpu = catalogue_gpu_for_device(gpu_name, sm_count);
-    if (gpu.empty())
-      throw InputError(o.kernels_file, "/context/gpu_name",
-                       "\"" + gpu_name + "\"" + (sm_count > 0 ? " (" + std::to_string(sm_count) + " SMs)" : std::string()) +
-                           " names no single GPU of the catalogue (model/catalogue/gpus.json); give --node (a node id or file)");
-    n = kernel_check_node(gpu, "--node");
-  }
-  if (!o.calibration.empty()) apply_calibration(load_calibration(o.calibration), n);
-  const KernelCheck c = check_kernels(k, o.kernels_file, n);
-  json j = kernel_check_to_json(c);
-  j["context"] = context_block(context.command_line);
-  j["kernels_file"] = o.kernels_file;
-  j["node"] = n.id;
-  j["calibration_file"] = o.calibration;
-  if (!o.json_out.empty()) write_file_atomic(o.json_out, j.dump(2) + "\n");
-  if (o.json_stdout) {
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
+/// The text report of `validate --kernels`: per point, per kind, per elementwise op's rate.
+void print_kernel_check(const KernelCheck& c, const json& j, const ValidateOptions& o, const NodeSpec& n) {
   auto us = [](double s) { return fixed(s * 1e6, 1); };
   std::vector<std::vector<std::string>> rows;
   for (const KernelPoint& p : c.points)
@@ -465,6 +440,47 @@ void do_validate_kernels(const CliContext& context, const ValidateOptions& o) {
               << format_table({"op", "class", "points", "measured", "model", "model/meas", "intercept"},
                               {"", "", "", "TB/s", "TB/s", "", "us"}, rates);
   }
+}
+
+/// `validate --kernels FILE`: every timed point of scripts/measure_kernels.py's JSON priced on a node
+/// (--node, else the built-in node of the file's GPU; --calibration applied) against its measured
+/// time (model/kernel_check.hpp), then per kind the ratios and per elementwise op its least-squares
+/// rate against the model's class rate.
+void do_validate_kernels(const CliContext& context, const ValidateOptions& o) {
+  if (!o.traces_dir.empty()) throw InputError("", "--traces", "expected with --measured only (kernel timings have no timeline)");
+  if (!o.ids.empty() || !o.calibrate_on.empty())
+    throw InputError("", o.ids.empty() ? "--calibrate-on" : "--ids", "expected with --published only");
+  const json k = read_json_file(o.kernels_file, "the kernels file");
+  NodeSpec n;
+  if (!o.node.empty()) {
+    n = node(o.node, "--node");
+  } else {
+    std::string gpu_name;
+    int sm_count = 0;
+    if (k.is_object() && k.contains("context") && k["context"].is_object()) {
+      gpu_name = string_member_or(k["context"], "gpu_name");
+      if (k["context"].contains("sm_count") && k["context"]["sm_count"].is_number_integer() &&
+          k["context"]["sm_count"].get<int64_t>() > 0 && k["context"]["sm_count"].get<int64_t>() <= 1000000)
+        sm_count = int(k["context"]["sm_count"].get<int64_t>());
+    }
+    const std::string gpu = catalogue_gpu_for_device(gpu_name, sm_count);
+    if (gpu.empty())
+      throw InputError(o.kernels_file, "/context/gpu_name",
+                       "\"" + gpu_name + "\"" + (sm_count > 0 ? " (" + std::to_string(sm_count) + " SMs)" : std::string()) +
+                           " names no single GPU of the catalogue (model/catalogue/gpus.json); give --node (a node id or file)");
+    n = kernel_check_node(gpu, "--node");
+  }
+  if (!o.calibration.empty()) apply_calibration(load_calibration(o.calibration), n);
+  const KernelCheck c = check_kernels(k, o.kernels_file, n);
+  json j = kernel_check_to_json(c);
+  j["context"] = context_block(context.command_line);
+  j["kernels_file"] = o.kernels_file;
+  j["node"] = n.id;
+  j["calibration_file"] = o.calibration;
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, j.dump(2) + "\n");
+  if (o.json_stdout) std::cout << j.dump(2) << "\n";
+  else print_kernel_check(c, j, o, n);
+  if (!o.plot_png.empty()) plot_from_json(context, "plot_kernels.py", j, o.json_out, o.plot_png);
 }
 
 void do_validate(const CliContext& context, const ValidateOptions& o) {
@@ -528,17 +544,7 @@ void do_validate(const CliContext& context, const ValidateOptions& o) {
               << "\nheld-out runs " << v.held_out << ": mean |error| " << pct(v.mean_abs_error) << " %, max |error| "
               << pct(v.max_abs_error) << " %\n";
   }
-  if (!o.plot_png.empty()) {
-    if (o.json_out.empty()) {
-      const fs::path tmp = fs::temp_directory_path() / ("chunkflow-validate-" + std::to_string(::getpid()) + ".json");
-      write_file_atomic(tmp.string(), j.dump(2) + "\n");
-      plot(context, "plot_validation.py", {tmp.string(), o.plot_png}, o.plot_png);
-      std::error_code ec;
-      fs::remove(tmp, ec);
-    } else {
-      plot(context, "plot_validation.py", {o.json_out, o.plot_png}, o.plot_png);
-    }
-  }
+  if (!o.plot_png.empty()) plot_from_json(context, "plot_validation.py", j, o.json_out, o.plot_png);
 }
 
 // ---- tune ----------------------------------------------------------------------------------------

@@ -156,6 +156,8 @@ assert all(p['within'] for p in j['points']) and j['skipped'] >= 1
 assert {r['op'] for r in j['elementwise_rates']} == {'layer_norm', 'gelu_tanh', 'residual_add', 'modulate'}
 assert set(j['by_kind']) == {'gemm', 'attention fa2', 'attention fa3', 'elementwise streaming', 'elementwise row_reduction', 'elementwise broadcast'}"
 check "validate --kernels' table names the node and the rates" grep -q "priced on node 1xh200" "$work/kern.txt"
+"$bin" validate --kernels traces/measured/nvidia-h200/kernels.json --out "$work/kern-out.json" --plot "$work/kern.png" > /dev/null
+check "validate --kernels --plot draws the PNG from its --out JSON" test -s "$work/kern.png" -a -s "$work/kern-out.json"
 check "the published validation predicts every record (≥ 20) and fits on some" $py -c "
 import json
 a, b = (json.load(open(f'$work/{f}.json')) for f in ('pub1', 'pubfit1'))
