@@ -15,6 +15,7 @@
 #include "model/analytical.hpp"
 #include "sim/flows.hpp"
 #include "sim/maxmin.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/topology.hpp"
 #include "traces/summary_core.hpp"
 
@@ -27,6 +28,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kFlowDoneBytes = 1e-3;
 /// Set (set_simulate_exhaustive, for tests): this thread's simulations solve at every event.
 thread_local bool simulate_exhaustive = false;
+/// Unset (set_simulate_symmetric, for tests): this thread's simulations run every rank.
+thread_local bool simulate_symmetric = true;
 
 enum class EventKind { op_end, flows_start };
 
@@ -72,18 +75,25 @@ class Simulation {
   Simulation(const StepPlan& plan, const NodeSpec& node, const SimOptions& options)
       : plan_(plan), node_(node), options_(options), topology_holder_(Topology::shared(node)), topology_(*topology_holder_) {
     topology_.register_resources(solver_);
+    // Rank symmetry (sim/symmetry.hpp): one rank per orbit is simulated, each of its events
+    // standing for its orbit's ranks'; not with link or memory samples, which are per resource and
+    // per rank.
+    if (simulate_symmetric && !options.record_links && !options.record_memory)
+      symmetry_ = detect_rank_symmetry(plan, node, topology_, collective_flows_);
+    simulated_ops_ = symmetry_ ? int(symmetry_->simulated_ops.size()) : int(plan.ops.size());
     const int n = static_cast<int>(plan.ops.size());
     pending_deps_.resize(n);
     start_s_.assign(n, -1.0);
     end_s_.assign(n, -1.0);
     // Successors in compressed rows (one allocation, not one per op), each row in plan order.
     successor_begin_.assign(std::size_t(n) + 1, 0);
-    for (const auto& op : plan.ops)
-      for (int d : op.deps) ++successor_begin_[std::size_t(d) + 1];
+    for (int k = 0; k < simulated_ops_; ++k)
+      for (int d : simulated_op(k).deps) ++successor_begin_[std::size_t(d) + 1];
     for (int i = 0; i < n; ++i) successor_begin_[std::size_t(i) + 1] += successor_begin_[std::size_t(i)];
     successors_.resize(std::size_t(successor_begin_[std::size_t(n)]));
     std::vector<int> fill(successor_begin_.begin(), successor_begin_.end() - 1);
-    for (const auto& op : plan.ops) {
+    for (int k = 0; k < simulated_ops_; ++k) {
+      const PlanOp& op = simulated_op(k);
       pending_deps_[op.id] = static_cast<int>(op.deps.size());
       for (int d : op.deps) successors_[std::size_t(fill[std::size_t(d)]++)] = op.id;
       if (op.kind == OpKind::collective) {
@@ -112,8 +122,8 @@ class Simulation {
 
   SimResult run() {
     for (int r = 0; r < plan_.info.ranks; ++r) sample_memory(r);
-    for (const auto& op : plan_.ops)
-      if (pending_deps_[op.id] == 0) make_ready(op.id);
+    for (int k = 0; k < simulated_ops_; ++k)
+      if (pending_deps_[simulated_op(k).id] == 0) make_ready(simulated_op(k).id);
     while (!events_.empty() || !flows_.empty()) {
       const double event_t = events_.empty() ? kInf : events_.top().time_s;
       double flow_t = kInf;
@@ -127,9 +137,21 @@ class Simulation {
         advance_flows(event_t);
         Event e = events_.top();
         events_.pop();
-        ++event_count_;
+        event_count_ += e.group ? 1 : rank_weight(plan_.ops[std::size_t(e.target)]);  // a group's flows start once
         if (e.kind == EventKind::op_end) end_op(e.target);
         else start_flows(e.target, e.group);
+      }
+    }
+    if (symmetry_) {  // every rank's k-th op runs when its representative's does
+      const std::size_t m = std::size_t(symmetry_->ops_per_rank);
+      const std::vector<int>& ids = symmetry_->ops_of_rank;
+      for (std::size_t j = 0; j < std::size_t(symmetry_->ranks); ++j) {
+        const std::size_t rep = std::size_t(symmetry_->representative[j]);
+        if (rep == j) continue;
+        for (std::size_t k = 0; k < m; ++k) {
+          start_s_[std::size_t(ids[j * m + k])] = start_s_[std::size_t(ids[rep * m + k])];
+          end_s_[std::size_t(ids[j * m + k])] = end_s_[std::size_t(ids[rep * m + k])];
+        }
       }
     }
     for (std::size_t i = 0; i < end_s_.size(); ++i)
@@ -153,6 +175,16 @@ class Simulation {
     int ready = 0;
     int open_flows = 0;
   };
+
+  /// The k-th op simulated: under rank symmetry the k-th op of a representative rank (id order),
+  /// else plan.ops[k].
+  const PlanOp& simulated_op(int k) const {
+    return plan_.ops[symmetry_ ? std::size_t(symmetry_->simulated_ops[std::size_t(k)]) : std::size_t(k)];
+  }
+  /// The ranks an op's start or end stands for: its rank orbit's size under rank symmetry, else 1.
+  uint64_t rank_weight(const PlanOp& op) const {
+    return symmetry_ ? uint64_t(symmetry_->orbit_size[std::size_t(op.rank)]) : 1;
+  }
 
   void push(double t, EventKind kind, int target, bool group) { events_.push({t, seq_++, kind, target, group}); }
 
@@ -190,7 +222,7 @@ class Simulation {
   void start_op(int id) {
     const PlanOp& op = plan_.ops[id];
     start_s_[id] = now_;
-    ++event_count_;
+    event_count_ += rank_weight(op);
     if (op.kind == OpKind::h2d) ++in_flight_h2d_[op.rank];
     if (op.kind == OpKind::collective) ++in_flight_collective_[op.rank];
     if (op.alloc_bytes > 0) {
@@ -235,10 +267,14 @@ class Simulation {
     if (!group) {
       const PlanOp& op = plan_.ops[target];
       const FlowSpec f = h2d_flow(op, node_, topology_);
-      add_flow(*f.route, shape_of(*f.route, h2d_shapes_[std::size_t(op.rank)]), f.bytes, f.bound_bytes_per_s, target, false);
+      // Under rank symmetry, one flow for the copies of the rank's orbit: their summed uses.
+      const Topology::Route& route = symmetry_ ? symmetry_->h2d_routes[std::size_t(op.rank)] : *f.route;
+      add_flow(route, shape_of(route, h2d_shapes_[std::size_t(op.rank)]), f.bytes, f.bound_bytes_per_s, target, false);
     } else {
       Group& g = groups_[target];
-      const std::vector<FlowSpec>& flows = collective_flows_.flows(plan_.ops[g.members.front()]);
+      const std::vector<FlowSpec>& all_flows = collective_flows_.flows(plan_.ops[g.members.front()]);
+      // Under rank symmetry, one flow per orbit of the collective's flows, with their summed uses.
+      const std::vector<FlowSpec>& flows = symmetry_ ? symmetry_->orbit_flows(all_flows) : all_flows;
       std::vector<Shape>* shapes = nullptr;  // the shapes of this vector's flows (one per flow)
       for (auto& [of, s] : collective_shapes_)
         if (of == &flows) shapes = &s;
@@ -399,6 +435,7 @@ class Simulation {
     r.summary = options_.record_rows ? summarize(t) : detail::summarize_rows(PlanRows{plan_, start_s_, end_s_}, t.steps);
     r.summary.peak_memory_bytes = peak_;  // tracked at every change, with or without samples
     r.events = event_count_;
+    r.rank_symmetric = symmetry_ != nullptr;
     return r;
   }
 
@@ -409,6 +446,8 @@ class Simulation {
   std::shared_ptr<const Topology> topology_holder_;  ///< memoised per node (Topology::shared)
   const Topology& topology_;
   CollectiveFlowCache collective_flows_{plan_, node_, topology_};  ///< collective_flows per (kind, bytes)
+  std::unique_ptr<const RankSymmetry> symmetry_;  ///< set: rank 0 alone is simulated (sim/symmetry.hpp)
+  int simulated_ops_ = 0;     ///< ops simulated (simulated_op(0 .. simulated_ops_ − 1))
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   uint64_t event_count_ = 0;
@@ -460,6 +499,8 @@ class Simulation {
 }  // namespace
 
 void set_simulate_exhaustive(bool on) { simulate_exhaustive = on; }
+
+void set_simulate_symmetric(bool on) { simulate_symmetric = on; }
 
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
   Simulation simulation(plan, node, options);

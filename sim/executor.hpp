@@ -56,6 +56,10 @@ struct SimResult {
   /// The plan's step-time lower bound on this node, with the cumulative terms for this run's
   /// E(s−1) (sim/bound.hpp): summary.step_time_s ≥ it.
   StepBound bound;
+  /// Whether the run simulated one representative rank per rank orbit (a rank-symmetric plan and
+  /// node, sim/symmetry.hpp; see set_simulate_symmetric): every other rank's times are its
+  /// representative's.
+  bool rank_symmetric = false;
 };
 
 /// Simulates `plan` on `node`. The plan must be valid (runtime validate()); throws
@@ -70,5 +74,16 @@ SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions&
 /// order, and reuses them when the same set recurs: the solve is a function of exactly that (the
 /// under-duplex capacities follow from the routes), so the rates are the same bit for bit.
 void set_simulate_exhaustive(bool on);
+
+/// Set (the default), a simulation without link and memory samples (SimOptions::record_links and
+/// record_memory false) of a rank-symmetric plan on a node (sim/symmetry.hpp
+/// detect_rank_symmetry: rank-uniform ops, and rank permutations that map every flow's route onto
+/// its image's) simulates one representative rank per rank orbit: every rank's k-th op gets its
+/// representative's k-th op's times, the H2D copies and collective flows of an orbit run as one
+/// flow with their summed route uses, and SimResult::events counts every rank's events as the full
+/// simulation does. Max-min fairness is invariant under the symmetry, so this is the full
+/// simulation's result up to the rounding of summed equal terms (tests/test_fast_paths.cpp
+/// compares them within 1e-9 relative). Unset (for tests), every simulation runs every rank.
+void set_simulate_symmetric(bool on);
 
 }  // namespace chunkflow

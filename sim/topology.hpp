@@ -119,6 +119,9 @@ class Topology {
   /// the solver id of resource_names()[i] (equal to i when the solver was empty on construction).
   const std::vector<std::string>& resource_names() const { return resource_names_; }
   const std::vector<int>& resource_ids() const { return resource_ids_; }
+  /// The capacities registered with resource_names() (bytes/s, one-way: before any under-duplex
+  /// switching), same order.
+  const std::vector<double>& resource_capacities() const { return resource_capacities_; }
 
   /// Every link direction (one per directed edge), in LinkSpec order, a→b before b→a: the
   /// resources worth tracing (load per direction). Duplex resources are in duplex_resource.
