@@ -108,8 +108,12 @@ const std::vector<int>& RankSymmetry::orbit_sizes(const std::vector<FlowSpec>& f
 
 std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, const NodeSpec& node, const Topology& topology,
                                                  CollectiveFlowCache& flow_cache) {
-  const int n = plan.info.ranks;
-  if (n < 2 || plan.ops.empty() || plan.ops.size() % std::size_t(n) != 0) return nullptr;
+  const int n = plan.ops.empty() ? 0 : plan.info.ranks;
+  if (n < 2 || plan.ops.size() % std::size_t(n) != 0) return nullptr;
+  // A calibrated slowdown reads whether a copy or collective of the op's rank is in flight at its
+  // start; at an instant where one starts as the compute op does, the executor's order of that
+  // instant's events decides, and that order is not the same on every rank.
+  if (node.compute_slowdown_h2d != 0 || node.compute_slowdown_collective != 0) return nullptr;
   auto sym = std::make_unique<RankSymmetry>();
   sym->ranks = n;
   sym->ops_per_rank = int(plan.ops.size() / std::size_t(n));

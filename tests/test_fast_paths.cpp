@@ -20,7 +20,10 @@
 //    its flows added by route shapes (MaxMinSolver::add_flow_shaped; tests/test_maxmin.cpp too);
 //  - SimOptions::record_rows = false: the summary from the plan's ops and times = summarize on the
 //    rows, the bound and events the same; summarize without sorting lists already in order = with
-//    every list sorted (set_summarize_exhaustive), on simulated, reversed and rank-renumbered rows.
+//    every list sorted (set_summarize_exhaustive), on simulated, reversed and rank-renumbered rows;
+//  - sim/symmetry.hpp rank symmetry (set_simulate_symmetric): one representative rank per orbit =
+//    every rank simulated, within 1e-9 relative (the orbit flows' summed uses round differently),
+//    events exactly; the ranks of one orbit have equal times in the full simulation.
 #include <omp.h>
 
 #include <algorithm>
@@ -45,7 +48,9 @@
 #include "sim/grid.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/topology.hpp"
+#include "property_sample.hpp"
 #include "sim_fixtures.hpp"
 
 using namespace chunkflow;
@@ -709,4 +714,127 @@ TEST_CASE("simulate without rows gives the summary, bound and events of summariz
   CHECK(stalled >= 5);
   INFO(lanes_in_order << " of " << lanes << " simulated lanes in order");
   CHECK(lanes_in_order * 10 >= lanes * 9);
+}
+
+namespace {
+
+/// |a − b| ≤ 1e-9 · max(|a|, |b|) (issue 12's tolerance for a shortcut whose float sums differ).
+bool within_1e9(double a, double b) { return a == b || std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+
+}  // namespace
+
+TEST_CASE("simulate's rank symmetry (one representative rank per orbit, orbit flows with summed uses) gives "
+          "the full simulation's times, events, summary and bound within 1e-9 (random configurations of "
+          "the large grid, every node and its mutations, ring, TP, FSDP, parallel CFG, calibrated slowdowns)",
+          "[fast][symmetry]") {
+  SimOptions rowless = lean_options();
+  rowless.record_rows = false;
+  int compared = 0, taken = 0, partial = 0, fell_back = 0;
+  auto compare = [&](const StepPlan& plan, const NodeSpec& n) {
+    set_simulate_symmetric(false);
+    const SimResult full = simulate(plan, n, lean_options());
+    set_simulate_symmetric(true);
+    const SimResult fast = simulate(plan, n, lean_options());
+    const SimResult fast_rowless = simulate(plan, n, rowless);
+    CHECK(fast_rowless.rank_symmetric == fast.rank_symmetric);
+    CHECK(!full.rank_symmetric);
+    REQUIRE(fast.timeline.rows.size() == full.timeline.rows.size());
+    // Op by op (counted, then checked once: millions of ops in all).
+    int ops_apart = 0;
+    std::string first_apart;
+    auto apart = [&](const TimelineRow& x, const TimelineRow& y, const char* what) {
+      if (within_1e9(x.start_s, y.start_s) && within_1e9(x.end_s, y.end_s)) return;
+      if (ops_apart++ == 0) first_apart = std::string(what) + ": op " + std::to_string(x.op_id) + " of rank " + std::to_string(x.rank);
+    };
+    for (std::size_t i = 0; i < full.timeline.rows.size(); ++i) apart(fast.timeline.rows[i], full.timeline.rows[i], "fast vs full");
+    CHECK(fast.events == full.events);
+    CHECK(fast_rowless.events == full.events);
+    for (const SimResult* r : {&fast, &fast_rowless}) {
+      const StepSummary &a = r->summary, &b = full.summary;
+      CHECK(within_1e9(a.step_time_s, b.step_time_s));
+      CHECK(within_1e9(a.compute_time_s, b.compute_time_s));
+      CHECK(within_1e9(a.h2d_time_s, b.h2d_time_s));
+      CHECK(within_1e9(a.comm_time_s, b.comm_time_s));
+      CHECK(within_1e9(a.collective_time_s, b.collective_time_s));
+      CHECK(within_1e9(a.prefetch_stall_s, b.prefetch_stall_s));
+      CHECK(a.h2d_bytes == b.h2d_bytes);
+      CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
+      CHECK(within_1e9(r->bound.bound_step_time_s, full.bound.bound_step_time_s));
+      CHECK(within_1e9(r->bound.link_s, full.bound.link_s));
+      CHECK(r->bound.binding == full.bound.binding);
+      CHECK(r->bound.link_resource == full.bound.link_resource);
+    }
+    // The property the shortcut rests on, seen in the full simulation: the ranks detection puts in
+    // one orbit have the same times, op for op.
+    const std::shared_ptr<const Topology> topology = Topology::shared(n);
+    CollectiveFlowCache cache(plan, n, *topology);
+    const std::unique_ptr<const RankSymmetry> sym = detect_rank_symmetry(plan, n, *topology, cache);
+    CHECK((sym != nullptr) == fast.rank_symmetric);
+    if (sym) {
+      const std::size_t m = std::size_t(sym->ops_per_rank);
+      bool several_orbits = false;
+      for (std::size_t j = 0; j < std::size_t(sym->ranks); ++j) {
+        const std::size_t rep = std::size_t(sym->representative[j]);
+        several_orbits |= rep != 0;
+        for (std::size_t k = 0; k < m; ++k) {
+          const TimelineRow& x = full.timeline.rows[std::size_t(sym->ops_of_rank[j * m + k])];
+          const TimelineRow& y = full.timeline.rows[std::size_t(sym->ops_of_rank[rep * m + k])];
+          REQUIRE(x.rank == int(j));
+          REQUIRE(y.rank == int(rep));
+          apart(x, y, "full, rank vs its representative");
+        }
+      }
+      ++taken, partial += several_orbits;
+    } else {
+      fell_back += plan.info.ranks > 1;
+    }
+    INFO(first_apart);
+    CHECK(ops_apart == 0);
+    // Samples per rank and per link are not symmetric outputs: those runs take the full path.
+    SimOptions memory = rowless;
+    memory.record_memory = true;
+    CHECK(!simulate(plan, n, memory).rank_symmetric);
+    ++compared;
+  };
+  for_sample_plans(60, 20261126, {"layerwise", "chunkflow"}, compare);
+  // Every node and its mutations (a slower first link, no duplex, P2P off, a pair without P2P, a
+  // stricter P2P level, NVLink as PCIe, per-flow caps), Ulysses over every GPU, with and without
+  // calibrated slowdowns (which read each rank's copies and collectives in flight).
+  // Also each node with its last GPU's host link at half its H2D rate (that rank in an orbit of
+  // its own), and ring attention over every GPU (a ring in rank order: only rotations keep it).
+  std::vector<NodeSpec> nodes = nodes_and_mutations();
+  for (const std::string& id : node_ids()) {
+    NodeSpec n = node(id);
+    if (n.gpu_count < 2) continue;
+    for (LinkSpec& l : n.links)
+      if (l.name == n.host_link(n.gpu_count - 1).name) l.a_to_b_bytes_per_s *= 0.5;
+    nodes.push_back(n);
+  }
+  int mutated = 0;
+  for (NodeSpec n : nodes) {
+    if (n.gpu_count < 2 || !test::property_case_runs(mutated++, int(nodes.size()))) continue;
+    for (bool ring : {false, true}) {
+      Workload w = test::workload("flux.1-dev", 512, 512, 1, ring ? 1 : n.gpu_count);
+      if (ring) w.ring_degree = n.gpu_count;
+      PolicyConfig p = test::policy("chunkflow");
+      p.chunk_bytes = 32 * kMiB;
+      p.resident_fraction = 0.25;
+      INFO(n.id << " (mutation " << mutated << "), " << layout_text(w));
+      try {
+        const StepPlan plan = build_plan(w, n, p);
+        compare(plan, n);
+        NodeSpec slowed = n;
+        slowed.compute_slowdown_h2d = 0.07, slowed.compute_slowdown_collective = 0.03;
+        compare(plan, slowed);
+      } catch (const InputError&) {
+      }
+    }
+  }
+  set_simulate_symmetric(true);
+  INFO(compared << " compared, " << taken << " symmetric (" << partial << " with several orbits), " << fell_back
+                << " multi-rank plans on the full path");
+  CHECK(compared >= 100);
+  CHECK(taken * 3 >= compared);  // the shortcut is taken, in a good share
+  CHECK(partial >= 5);           // nodes whose GPUs split into classes (host memory on one socket)
+  CHECK(fell_back >= 3);         // and plans it must not take (ring order, pcie_proxy, unequal links)
 }
