@@ -10,6 +10,7 @@
 #include "model/analytical.hpp"
 #include "sim/flows.hpp"
 #include "sim/maxmin.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/topology.hpp"
 
 namespace chunkflow {
@@ -47,7 +48,8 @@ double pair_lp_s(const LinkDirection& d, const LinkDirection& rev, double bytes,
 }
 }  // namespace
 
-StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s) {
+StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s,
+                     const RankSymmetry* symmetry) {
   MaxMinSolver solver;
   const std::shared_ptr<const Topology> shared_topology = Topology::shared(node);  // memoised per node
   const Topology& topology = *shared_topology;
@@ -598,6 +600,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   bool volumes_summed = false;                           // volume_bytes holds some candidate's sums ...
   std::vector<char> summed_groups(flows_of_group.size());  // ... with these groups as items
   for (int r = 0; r < candidates; ++r) {
+    if (symmetry && symmetry->representative[std::size_t(r)] != r) continue;  // its representative's terms
     // (a) dist[i]: a lower bound on op i's end after E(s−1), −∞ when i need not wait for the anchor
     // (rank r's last compute op of step s−1; for one step the run's start). Dependencies include
     // lane order, so a copy lane's copies chain one after another.

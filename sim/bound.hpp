@@ -115,6 +115,8 @@
 
 namespace chunkflow {
 
+struct RankSymmetry;  // sim/symmetry.hpp
+
 struct StepBound {
   double bound_step_time_s = 0;    ///< max of the terms, for the r* that gives the smallest
   double critical_path_s = 0;      ///< (a)
@@ -132,8 +134,13 @@ struct StepBound {
 /// `previous_step_end_s` ≥ 0 (E(s−1) of the run being bounded, seconds from its start) the
 /// cumulative terms (d) are included; with a negative value, only (a)–(c), which depend on the plan
 /// alone. The plan must be valid (runtime validate()). Throws std::logic_error for a plan with no
-/// compute op in its last step.
-StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s = -1);
+/// compute op in its last step. With `symmetry` (sim/symmetry.hpp detect_rank_symmetry of this plan
+/// and node), only the representative ranks are candidates r*: every rank of an orbit has the same
+/// times and its candidate the same terms, on the images of its resources, as its representative's
+/// (their items are summed in their own order, so equal up to rounding: tests/test_fast_paths.cpp
+/// checks 1e-9). The simulator passes it where it simulated the representatives alone.
+StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s = -1,
+                     const RankSymmetry* symmetry = nullptr);
 
 /// With `on`, this thread's step_bound takes no shortcut: it evaluates (e) on every resource for
 /// every candidate r*, in resource order, as the derivation above defines it. The default skips a

@@ -160,6 +160,9 @@ class Simulation {
     return result();
   }
 
+  /// The rank symmetry simulated under (sim/symmetry.hpp), or nullptr: every rank was simulated.
+  const RankSymmetry* symmetry() const { return symmetry_.get(); }
+
   /// E(s−1): the last compute end of the step before the reported one, over ranks (0 for one
   /// step), from the op times of the run.
   double previous_step_end_s() const {
@@ -505,7 +508,7 @@ void set_simulate_symmetric(bool on) { simulate_symmetric = on; }
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
   Simulation simulation(plan, node, options);
   SimResult r = simulation.run();
-  r.bound = step_bound(plan, node, simulation.previous_step_end_s());
+  r.bound = step_bound(plan, node, simulation.previous_step_end_s(), simulation.symmetry());
   return r;
 }
 
