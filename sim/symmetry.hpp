@@ -87,9 +87,10 @@ struct RankSymmetry {
 };
 
 /// The rank symmetry of `plan` on `node` (derivation above), or nullptr when the plan is not
-/// rank-uniform, has fewer than 2 ranks, or no verified σ_i exists for some rank i. `flows` must
-/// be the cache of (plan, node, topology); the result points into it and into `topology`, which
-/// must outlive it. O(ops + n · candidates · (n + flows · route length)).
+/// rank-uniform, has fewer than 2 ranks, no two ranks share an orbit under the verified
+/// permutations, or the node has a calibrated compute slowdown. `flows` must be the cache of
+/// (plan, node, topology); the result points into it and into `topology`, which must outlive it.
+/// O(ops + candidates · (n + flows · route length)), n(n−1)/2 + 2(n−1) candidates for n ranks.
 std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, const NodeSpec& node,
                                                          const Topology& topology, CollectiveFlowCache& flows);
 
