@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <Eigen/Dense>
 
@@ -38,10 +39,15 @@ int64_t positive_integer(const nlohmann::json& p, const std::string& file, const
   return it->get<int64_t>();
 }
 
+// The shortest time a timed point can hold: CUDA events resolve about 0.5 µs, and one launch alone
+// takes microseconds; below it a "time" is a unit slip, and the dispatch allowance (spread /
+// measured) would accept any prediction.
+constexpr double kMinPointSeconds = 1e-7;
+
 double positive_seconds(const nlohmann::json& p, const std::string& file, const std::string& list, size_t i) {
   const auto it = p.find("time_s");
-  if (it == p.end() || !it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
-    throw InputError(file, pointer(list, i, "time_s"), "expected a positive number of seconds");
+  if (it == p.end() || !it->is_number() || !(it->get<double>() >= kMinPointSeconds) || !std::isfinite(it->get<double>()))
+    throw InputError(file, pointer(list, i, "time_s"), "expected a number of seconds of at least 1e-7 (CUDA events resolve about 0.5 us)");
   return it->get<double>();
 }
 
@@ -142,23 +148,41 @@ ElementwiseOp measured_elementwise_op(const std::string& name, const std::string
   return op;
 }
 
+std::pair<std::string, int> kernels_device(const nlohmann::json& kernels, const std::string& file) {
+  std::pair<std::string, int> device{"", 0};
+  if (!kernels.is_object()) return device;
+  const auto ctx = kernels.find("context");
+  if (ctx == kernels.end()) return device;
+  if (!ctx->is_object()) throw InputError(file, "/context", "expected an object (the run's context)");
+  if (const auto g = ctx->find("gpu_name"); g != ctx->end()) {
+    if (!g->is_string()) throw InputError(file, "/context/gpu_name", "expected a string (the CUDA device name)");
+    device.first = g->get<std::string>();
+  }
+  if (const auto s = ctx->find("sm_count"); s != ctx->end()) {
+    if (!s->is_number_integer() || s->get<int64_t>() <= 0 || s->get<int64_t>() > 1000000)
+      throw InputError(file, "/context/sm_count", "expected a positive integer");
+    device.second = int(s->get<int64_t>());
+  }
+  return device;
+}
+
 KernelCheck check_kernels(const nlohmann::json& kernels, const std::string& file, const NodeSpec& node) {
   if (!kernels.is_object())
     throw InputError(file, "", "expected a JSON object with gemm, attention and elementwise point lists "
                                "(scripts/measure_kernels.py's output)");
   KernelCheck c;
-  if (const auto ctx = kernels.find("context"); ctx != kernels.end() && ctx->is_object()) {
-    if (const auto g = ctx->find("gpu_name"); g != ctx->end() && g->is_string()) c.gpu_name = g->get<std::string>();
-    if (const auto s = ctx->find("sm_count"); s != ctx->end()) {
-      if (!s->is_number_integer() || s->get<int64_t>() <= 0 || s->get<int64_t>() > 1000000)
-        throw InputError(file, "/context/sm_count", "expected a positive integer");
-      c.sm_count = int(s->get<int64_t>());
-    }
-  }
+  std::tie(c.gpu_name, c.sm_count) = kernels_device(kernels, file);
   if (c.sm_count > 0 && node.sm_count > 0 && c.sm_count != node.sm_count)
     throw InputError(file, "/context/sm_count",
                      "the kernels ran on a GPU with " + std::to_string(c.sm_count) + " SMs, the node " + node.id +
                          " has " + std::to_string(node.sm_count) + "; price them on a node of that GPU (--node)");
+  // GPUs with the same SM count (H100 SXM, H200, H800, H100 NVL: 132) differ in clocks, HBM and
+  // efficiencies: a device name that denotes a catalogue GPU must be the node's.
+  if (const std::string gpu = catalogue_gpu_for_device(c.gpu_name, c.sm_count);
+      !gpu.empty() && !node.gpu_id.empty() && gpu != node.gpu_id)
+    throw InputError(file, "/context/gpu_name",
+                     "the kernels ran on " + c.gpu_name + " (catalogue " + gpu + "), the node " + node.id + " has " +
+                         node.gpu_id + "; price them on a node of that GPU (--node)");
 
   if (const nlohmann::json* list = point_list(kernels, file, "gemm")) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -277,6 +301,10 @@ KernelCheck check_kernels(const nlohmann::json& kernels, const std::string& file
 
 std::string catalogue_gpu_for_device(const std::string& device_name, int sm_count) {
   const std::set<std::string> words = device_words(device_name);
+  // Variants the catalogue does not list ("RTX 4090 D", "RTX 3090 Ti", "RTX 4080 SUPER", laptop
+  // parts) share a model word with one that it does: none of them is that GPU.
+  for (const char* variant : {"D", "TI", "SUPER", "LAPTOP", "MOBILE", "MAX", "Q"})
+    if (words.count(variant)) return "";
   auto form = [](const std::set<std::string>& w) { return w.count("PCIE") ? 1 : w.count("NVL") ? 2 : 0; };
   std::string found;
   for (const std::string& id : gpu_ids()) {

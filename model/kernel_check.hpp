@@ -22,7 +22,8 @@
 //    (MAMF 0.85) rates of large GEMMs, a −6 %…+11 % band on its own (measured: up to 0.82 of peak,
 //    the ≥ 3 ms GEMMs at 0.72–0.76); the first-order tile/wave/fill model adds the rest (worst seen:
 //    predicted 0.86 of measured for 4096×5120×5120, 0.89 for 1536×1536 at 8192 and 32760 rows, 1.19
-//    for 1024×8960×1536); the repeats' min–max spread is 1–19 % of the median above 100 µs.
+//    for 1024×8960×1536; 1.22 for 256×3072×9216, a 30 µs call within by the dispatch allowance);
+//    the repeats' min–max spread is 1–19 % of the median above 100 µs.
 //  - attention, cuDNN (priced as FA3) 20 %: the 11–100 ms kernels run at 564–582 TFLOP/s, the
 //    S ≥ 4096 ones of ≤ 5.2 ms at 587–681: a band like the GEMMs' around node.attention_efficiency
 //    0.6 (593 TFLOP/s); predicted 0.95–1.15 of measured.
@@ -39,6 +40,7 @@
 // On another GPU these tolerances are the H200's: a point outside says where the model or its
 // per-GPU figures (catalogue, node efficiencies) do not carry over.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -95,20 +97,30 @@ struct KernelCheck {
                     ///< "math"), and points the script recorded as failed (no time_s, an "error")
 };
 
+/// The device a kernels file names: context.gpu_name and context.sm_count ("" and 0 when absent or
+/// when `kernels` is not an object). Throws InputError(file, "/context", ...) for a context that is
+/// not an object, "/context/gpu_name" for a name that is not a string, "/context/sm_count" for an
+/// SM count that is not a positive integer.
+std::pair<std::string, int> kernels_device(const nlohmann::json& kernels, const std::string& file);
+
 /// Prices every point of `kernels` (the parsed file `file`) on `node` and compares. Shapes: GEMM
 /// [m×k]·[k×n] (stage_compute_time_s of a linear stage), attention B·H·q·kv·hd (cuDNN priced as
 /// FA3, flash as FA2), elementwise as measured_elementwise_op. Throws InputError(file, JSON pointer,
 /// expected form) for a malformed file: not an object, a list that is not an array, a point whose
 /// shape fields are not positive integers or whose time_s is not a positive number, an unknown
-/// elementwise op, no point at all; and InputError(file, "/context/sm_count", ...) when the file's
-/// SM count differs from the node's (priced on another GPU).
+/// elementwise op, no point at all, a time below 1e-7 s, a context that is not an object or a
+/// gpu_name that is not a string; and InputError(file, "/context/sm_count" or "/context/gpu_name",
+/// ...) when the file's SM count differs from the node's or its device name denotes another
+/// catalogue GPU than the node's (priced on another GPU).
 KernelCheck check_kernels(const nlohmann::json& kernels, const std::string& file, const NodeSpec& node);
 
 /// The catalogue GPU (model/catalogue/gpus.json id) a device name as CUDA/PyTorch reports it denotes
 /// ("NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090"):
 /// the entry whose model (H100, A100, L40S, RTX 4090, ...) is a word of the name, whose form factor
-/// matches (PCIe and NVL when the name says so, the other entries otherwise) and, when sm_count > 0,
-/// whose SM count is sm_count. "" when none or more than one matches.
+/// matches (PCIe and NVL when the name says so, the other entries otherwise), whose memory size
+/// matches when both name one and, when sm_count > 0, whose SM count is sm_count. "" when none or more
+/// than one matches, and for variants the catalogue does not list (a word D, Ti, SUPER, Laptop,
+/// Mobile or Max-Q in the name: "RTX 4090 D" is not an RTX 4090).
 std::string catalogue_gpu_for_device(const std::string& device_name, int sm_count);
 
 /// The node kernels of catalogue GPU `gpu_id` are priced on when none is named: the built-in node

@@ -232,6 +232,7 @@ NodeSpec published_node(const std::string& gpu, int gpu_count, const std::string
     NodeSpec n = node("1xh100-sxm");  // links, latencies and launch costs as the built-in node
     n.id = std::to_string(gpu_count) + "x" + g.id;
     n.description = "published-record node: " + std::to_string(gpu_count) + "× " + g.name;
+    n.gpu_id = g.id;  // the catalogue entry (the base node's is h100-sxm)
     n.gpu_name = g.name;
     n.gpu_architecture = g.architecture;
     n.peak_flop_per_s = g.peak_flop_per_s;

@@ -455,14 +455,7 @@ void do_validate_kernels(const CliContext& context, const ValidateOptions& o) {
   if (!o.node.empty()) {
     n = node(o.node, "--node");
   } else {
-    std::string gpu_name;
-    int sm_count = 0;
-    if (k.is_object() && k.contains("context") && k["context"].is_object()) {
-      gpu_name = string_member_or(k["context"], "gpu_name");
-      if (k["context"].contains("sm_count") && k["context"]["sm_count"].is_number_integer() &&
-          k["context"]["sm_count"].get<int64_t>() > 0 && k["context"]["sm_count"].get<int64_t>() <= 1000000)
-        sm_count = int(k["context"]["sm_count"].get<int64_t>());
-    }
+    const auto [gpu_name, sm_count] = kernels_device(k, o.kernels_file);
     const std::string gpu = catalogue_gpu_for_device(gpu_name, sm_count);
     if (gpu.empty())
       throw InputError(o.kernels_file, "/context/gpu_name",

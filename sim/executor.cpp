@@ -449,7 +449,7 @@ class Simulation {
   std::shared_ptr<const Topology> topology_holder_;  ///< memoised per node (Topology::shared)
   const Topology& topology_;
   CollectiveFlowCache collective_flows_{plan_, node_, topology_};  ///< collective_flows per (kind, bytes)
-  std::unique_ptr<const RankSymmetry> symmetry_;  ///< set: rank 0 alone is simulated (sim/symmetry.hpp)
+  std::unique_ptr<const RankSymmetry> symmetry_;  ///< set: one rank per rank orbit is simulated (sim/symmetry.hpp)
   int simulated_ops_ = 0;     ///< ops simulated (simulated_op(0 .. simulated_ops_ − 1))
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;

@@ -81,7 +81,7 @@ class ResourceMap {
 /// Uses of several routes summed: coefficients of a resource added, in order of first appearance.
 void add_route(Topology::Route& sum, const Topology::Route& route) {
   for (const auto& [r, a] : route) {
-    auto it = std::find_if(sum.begin(), sum.end(), [r](const auto& u) { return u.first == r; });
+    auto it = std::find_if(sum.begin(), sum.end(), [resource = r](const auto& u) { return u.first == resource; });
     if (it != sum.end()) it->second += a;
     else sum.emplace_back(r, a);
   }

@@ -594,11 +594,16 @@ TEST_CASE("validate --kernels: the catalogue GPU of a CUDA device name, and the 
   CHECK(catalogue_gpu_for_device("NVIDIA H200", 114) == "");
   CHECK(catalogue_gpu_for_device("NVIDIA B200", 148) == "");
   CHECK(catalogue_gpu_for_device("", 0) == "");
+  // Variants the catalogue does not list share a model word with one it does.
+  CHECK(catalogue_gpu_for_device("NVIDIA GeForce RTX 4090 D", 0) == "");
+  CHECK(catalogue_gpu_for_device("NVIDIA GeForce RTX 3090 Ti", 0) == "");
+  CHECK(catalogue_gpu_for_device("NVIDIA GeForce RTX 4090 Laptop GPU", 0) == "");
   // Default node: the built-in node of that GPU with the fewest GPUs, else the published one.
   CHECK(kernel_check_node("h200", "--node").id == "1xh200");
   CHECK(kernel_check_node("h100-sxm", "--node").id == "1xh100-sxm");
   CHECK(kernel_check_node("h100-pcie", "--node").id == "2xh100-pcie");
   CHECK(kernel_check_node("l40", "--node").sm_count == 142);  // published-record node
+  CHECK(kernel_check_node("l40", "--node").gpu_id == "l40");
   CHECK_THROWS_AS(kernel_check_node("rtx3090", "--node"), InputError);
 }
 
@@ -633,8 +638,22 @@ TEST_CASE("validate --kernels: malformed files name the field and the expected f
   k = good;
   k["gemm"] = {{{"m", 128}, {"k", 128}, {"n", 128}}};
   CHECK(check_error(k, n).field() == "/gemm/0/time_s");
-  // Timed on another GPU than the node's: refused, not priced on the wrong SM count.
+  k = good;
+  k["elementwise"][0]["time_s"] = 5e-324;  // below what CUDA events resolve: a unit slip
+  CHECK(check_error(k, n).field() == "/elementwise/0/time_s");
+  k = good;
+  k["context"] = "H200";
+  CHECK(check_error(k, n).field() == "/context");
+  k = good;
+  k["context"]["gpu_name"] = 200;
+  CHECK(check_error(k, n).field() == "/context/gpu_name");
+  CHECK_THROWS_AS(kernels_device(k, "k.json"), InputError);
+  // Timed on another GPU than the node's: refused, not priced on the wrong SM count, nor on
+  // another GPU of the same SM count (H100 SXM and H200: 132 SMs, other clocks and HBM).
   const InputError other = check_error(good, node("2xh100-pcie"));
   CHECK(other.field() == "/context/sm_count");
   CHECK(other.message().find("--node") != std::string::npos);
+  const InputError same_sms = check_error(good, node("1xh100-sxm"));
+  CHECK(same_sms.field() == "/context/gpu_name");
+  CHECK(same_sms.message().find("h200") != std::string::npos);
 }
