@@ -354,6 +354,16 @@ nlohmann::json h200_kernels() {
   return nlohmann::json::parse(in);
 }
 
+// The linear stage of a timed GEMM point: [m×k]·[k×n] bf16, its weight k×n.
+StageCost gemm_stage(const nlohmann::json& r) {
+  StageCost s;
+  s.stage.kind = BlockStage::Kind::linear;
+  s.gemm = GemmShape{r["m"].get<int64_t>(), r["k"].get<int64_t>(), r["n"].get<int64_t>()};
+  s.flop = s.gemm.flop();
+  s.weight_bytes = 2.0 * double(s.gemm.k) * double(s.gemm.n);
+  return s;
+}
+
 // |ln(predicted / measured)| within ln(1 + tolerance) plus the dispatch uncertainty's share.
 double allowed_log_error(double measured_s, double tolerance) {
   return std::log1p(tolerance) + kKernelHostDispatchSpread_s / measured_s;
@@ -367,11 +377,7 @@ TEST_CASE("H200 cuBLAS GEMMs: predicted time (tiles, waves, split-K, K fill) + d
   REQUIRE(d["context"]["sm_count"].get<int>() == n.sm_count);
   REQUIRE(d["gemm"].size() >= 40);
   for (const nlohmann::json& r : d["gemm"]) {
-    StageCost s;
-    s.stage.kind = BlockStage::Kind::linear;
-    s.gemm = GemmShape{r["m"].get<int64_t>(), r["k"].get<int64_t>(), r["n"].get<int64_t>()};
-    s.flop = s.gemm.flop();
-    s.weight_bytes = 2.0 * double(s.gemm.k) * double(s.gemm.n);
+    const StageCost s = gemm_stage(r);
     const double predicted_s = stage_compute_time_s(s, n) + kKernelHostDispatch_s;
     const double measured_s = r["time_s"].get<double>();
     INFO(s.gemm.m << "x" << s.gemm.k << "x" << s.gemm.n << ": predicted " << predicted_s * 1e6 << " us, measured "
@@ -514,11 +520,7 @@ TEST_CASE("validate --kernels on the H200 file: the stage pricing of the cases a
   // Point i of each kind is the file's point i, priced as the cases above price it.
   size_t i = 0;
   for (const nlohmann::json& r : d["gemm"]) {
-    StageCost s;
-    s.stage.kind = BlockStage::Kind::linear;
-    s.gemm = GemmShape{r["m"].get<int64_t>(), r["k"].get<int64_t>(), r["n"].get<int64_t>()};
-    s.flop = s.gemm.flop();
-    s.weight_bytes = 2.0 * double(s.gemm.k) * double(s.gemm.n);
+    const StageCost s = gemm_stage(r);
     const KernelPoint& p = c.points[i++];
     CHECK(p.kind == "gemm");
     CHECK(p.measured_s == r["time_s"].get<double>());
