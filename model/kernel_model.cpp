@@ -183,7 +183,7 @@ double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, con
 
 namespace {
 
-// Eager elementwise kernels limited per SM, measured on an H200 (traces/measured/nvidia-h200/
+// Eager elementwise kernels by access class, measured on an H200 (traces/measured/nvidia-h200/
 // kernels.json, 2026-11-26, PyTorch 2.11+cu130 eager, bf16, one call between CUDA events, median of
 // 10): slope of time on the HBM bytes counted as model/architecture.cpp counts them, over 4608×3072,
 // 32760×1536, 32760×5120 and 75600×5120 (least squares; intercepts 9.7–25 µs = launch + host
@@ -193,17 +193,29 @@ namespace {
 //   F.layer_norm (r2 w2; PyTorch's row-wise LayerNorm kernel): 3.10 TB/s
 //   x·(1+scale)+shift, scale and shift [d] (two r2 w2 kernels with a stride-0 operand, which
 //     TensorIterator runs on its non-vectorized path):    1.70 TB/s
-// Hypothesis (one GPU's data; notes/issue-10.md Sessions 10b and 11): the last two are limited per
-// SM (an index computation and a narrow load per element), so they scale with SMs × clock, and a GPU
-// whose DRAM bandwidth per SM-clock is below that rate streams them. Per SM per clock on the H200
-// (132 SMs, model/catalogue/gpus.json; maximum SM clock 1.98 GHz, assumed to hold during these
-// memory-bound kernels): 3.10e12 / (132 · 1.98e9) = 11.86 B, 1.70e12 / (132 · 1.98e9) = 6.50 B.
-// GELU-tanh (streaming access) measured 3.68 TB/s, 0.84 of the add: left streaming (its test
-// tolerance covers it).
+// Per SM or per byte? The H100 SXM (traces/measured/nvidia-h100-80gb-hbm3/kernels.json, same
+// PyTorch build) has the H200's SMs and clock and 0.70 of its DRAM bandwidth; its slopes:
+//   residual add 3.07, GELU-tanh 2.98 TB/s (0.92, 0.89 of 3.35: streaming, like the H200's add)
+//   F.layer_norm 2.01 TB/s: 0.65 of the H100's add where the H200's was 0.71 of its own, and far
+//     below the H200's 3.10 on the same SMs: DRAM-bound, not SM-bound. PyTorch's
+//     vectorized_layer_norm_kernel_impl (aten/src/ATen/native/cuda/layer_norm_kernel.cu) reads the
+//     row once for the Welford statistics and again to normalize, then writes it: three row
+//     transfers for the two the op's bytes count (r2 w2), so it streams 2/3 of the counted rate
+//     (H100 2.01 predicted vs 2.01 measured, H200 2.88 vs 3.10).
+//   x·(1+scale)+shift 1.59 TB/s: 0.94 of the H200's 1.70 on the same SMs, where a DRAM-bound kernel
+//     would have dropped to 0.70 of it (1.19): limited per SM (an index computation and a narrow,
+//     non-vectorized load per element on TensorIterator's stride-0 path), so it scales with
+//     SMs × clock, and a GPU whose DRAM bandwidth per SM-clock is below that rate streams it.
+//     Per SM per clock on the H200 (132 SMs, model/catalogue/gpus.json; maximum SM clock 1.98 GHz,
+//     assumed to hold during these memory-bound kernels): 1.70e12 / (132 · 1.98e9) = 6.50 B.
+// GELU-tanh on the H200 measured 3.68 TB/s, 0.84 of the add: left streaming (its test tolerance
+// covers it; on the H100 it streams at 0.97 of the add).
 constexpr double kH200Sms = 132;
 constexpr double kH200SmClockHz = 1.98e9;
-constexpr double kH200RowReductionBytesPerS = 3.10e12;
 constexpr double kH200BroadcastBytesPerS = 1.70e12;
+/// Row transfers a row-reduction kernel counts (read, write) over the ones it makes (read for the
+/// statistics, read to normalize, write): see above.
+constexpr double kRowReductionCountedOverMoved = 2.0 / 3.0;
 
 }  // namespace
 
@@ -212,7 +224,7 @@ double elementwise_bytes_per_sm_clock(ElementwiseAccess access) {
     case ElementwiseAccess::streaming:
       return 0.0;
     case ElementwiseAccess::row_reduction:
-      return kH200RowReductionBytesPerS / (kH200Sms * kH200SmClockHz);
+      return 0.0;
     case ElementwiseAccess::broadcast:
       return kH200BroadcastBytesPerS / (kH200Sms * kH200SmClockHz);
   }
@@ -221,6 +233,7 @@ double elementwise_bytes_per_sm_clock(ElementwiseAccess access) {
 
 double elementwise_bytes_per_s(ElementwiseAccess access, const NodeSpec& node) {
   const double streaming = node.hbm_efficiency * node.hbm_bytes_per_s;
+  if (access == ElementwiseAccess::row_reduction) return kRowReductionCountedOverMoved * streaming;
   const double per_sm_clock = elementwise_bytes_per_sm_clock(access);
   if (per_sm_clock <= 0 || node.sm_count <= 0 || !(node.sm_clock_hz > 0)) return streaming;
   return std::min(streaming, per_sm_clock * double(node.sm_count) * node.sm_clock_hz);

@@ -15,11 +15,15 @@
 //              (wave quantization relative to the shapes the curves were measured at)
 //   elementwise:       t = B_s / R_s + B_r / R_r + B_b / R_b + kernels · launch
 //     B_r, B_b: bytes of eager PyTorch row-reduction and broadcast kernels, B_s the rest (streaming;
-//     fused ops and the harness's kernels stream). R_s = η_hbm · BW_hbm; R_class = min(R_s,
-//     ρ_class · SMs · f_SM): those eager kernels are limited per SM (index arithmetic and narrow,
-//     non-vectorized loads), not by DRAM, so a GPU with little DRAM bandwidth per SM (Ada) streams
-//     them and one with much (Hopper) does not. ρ_class (bytes per SM per clock) fitted on the H200
-//     points of traces/measured/nvidia-h200/kernels.json (elementwise_bytes_per_sm_clock).
+//     fused ops and the harness's kernels stream). R_s = η_hbm · BW_hbm; R_r = 2/3 · R_s (the
+//     LayerNorm kernel reads each row twice, statistics then normalize, and writes it once: three
+//     row transfers for the two its bytes count); R_b = min(R_s, ρ_b · SMs · f_SM): those eager
+//     kernels are limited per SM (index arithmetic and narrow, non-vectorized loads), not by DRAM,
+//     so a GPU with little DRAM bandwidth per SM (Ada) streams them and one with much (Hopper) does
+//     not. ρ_b (bytes per SM per clock) fitted on the H200 points of
+//     traces/measured/nvidia-h200/kernels.json (elementwise_bytes_per_sm_clock); the H100's points
+//     (traces/measured/nvidia-h100-80gb-hbm3/kernels.json, same SMs and clock, 0.70 of the DRAM
+//     bandwidth) tell the two apart: LayerNorm slows with the DRAM, the broadcast kernels do not.
 // Sources: every table and constant in kernel_model.cpp names its source or says "assumed" or
 // "fitted on <record ids>" (traces/published/).
 #include "model/node.hpp"
@@ -53,17 +57,20 @@ double attention_kernel_factor(const AttentionShape& a, AttentionKernel kernel, 
 double attention_efficiency(const AttentionShape& a, AttentionKernel kernel, const NodeSpec& node);
 
 /// Bytes per SM per clock cycle an eager PyTorch kernel of access class `access` moves when the SM,
-/// not DRAM, limits it: row_reduction 11.9 (F.layer_norm), broadcast 6.5 (x·(1+scale)+shift's two
-/// full-size kernels with a stride-0 operand); 0 for streaming (no per-SM limit). Fitted on the H200
-/// points of traces/measured/nvidia-h200/kernels.json (PyTorch 2.11 eager, bf16): least-squares
-/// slope of time on counted bytes over 4608×3072 … 75600×5120 (LayerNorm 3.10 TB/s, modulation
-/// 1.70 TB/s; the intercept is launch and host dispatch) / (132 SMs × 1.98 GHz, the H200's SM count
-/// and maximum clock, model/catalogue/gpus.json; the clock during the run was not recorded).
+/// not DRAM, limits it: broadcast 6.5 (x·(1+scale)+shift's two full-size kernels with a stride-0
+/// operand); 0 for streaming and row_reduction (no per-SM limit: LayerNorm ran at 3.10 TB/s on the
+/// H200 and 2.01 on the H100, same SMs and clock). Fitted on the H200 points of
+/// traces/measured/nvidia-h200/kernels.json (PyTorch 2.11 eager, bf16): least-squares slope of time
+/// on counted bytes over 4608×3072 … 75600×5120 (modulation 1.70 TB/s; the intercept is launch and
+/// host dispatch) / (132 SMs × 1.98 GHz, the H200's SM count and maximum clock,
+/// model/catalogue/gpus.json; the clock during the run was not recorded). The H100's 1.59 TB/s on
+/// the same SMs (0.94 of it, where DRAM would give 0.70) is the check.
 double elementwise_bytes_per_sm_clock(ElementwiseAccess access);
 
-/// Rate of eager elementwise kernels of class `access` on `node`, bytes/s: streaming η_hbm · BW_hbm;
-/// row_reduction and broadcast min(η_hbm · BW_hbm, elementwise_bytes_per_sm_clock · sm_count ·
-/// sm_clock_hz), the streaming rate when the node's SM count or clock is unknown (0).
+/// Rate of eager elementwise kernels of class `access` on `node`, counted bytes/s: streaming
+/// η_hbm · BW_hbm; row_reduction 2/3 of it (three row transfers for two counted; the header);
+/// broadcast min(η_hbm · BW_hbm, elementwise_bytes_per_sm_clock · sm_count · sm_clock_hz), the
+/// streaming rate when the node's SM count or clock is unknown (0).
 double elementwise_bytes_per_s(ElementwiseAccess access, const NodeSpec& node);
 
 /// HBM time of a stage's elementwise work, launches excluded: streaming bytes (elementwise_bytes −

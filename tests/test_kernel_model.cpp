@@ -1,6 +1,7 @@
 // Tests of the kernel-aware compute model (model/kernel_model.*, stage_compute_time_s): per-op
 // closed forms (GEMM FLOPs and bytes, wave quantization, an elementwise op's bytes, attention FLOPs
 // by kernel) and the contract that non-GEMM work is priced inside the existing stages.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -105,43 +106,45 @@ TEST_CASE("an elementwise op's bytes are rows · d · width · bytes per element
   }
 }
 
-TEST_CASE("elementwise time by access class: per-SM rates from the H200, capped by the streaming rate, closed form") {
+TEST_CASE("elementwise time by access class: row reductions at 2/3 of the streaming rate, broadcasts per SM from the H200, closed form") {
   const NodeSpec h200 = node("1xh200");
   const double streaming = h200.hbm_efficiency * h200.hbm_bytes_per_s;
-  // The per-SM rates are the H200 slopes (LayerNorm 3.10, modulation 1.70 TB/s) over 132 SMs at 1.98 GHz.
-  const double rho_row = elementwise_bytes_per_sm_clock(ElementwiseAccess::row_reduction);
+  // The broadcast class's per-SM rate is the H200 slope (modulation 1.70 TB/s) over 132 SMs at
+  // 1.98 GHz; streaming and row reductions have no per-SM limit.
   const double rho_bcast = elementwise_bytes_per_sm_clock(ElementwiseAccess::broadcast);
-  CHECK(elementwise_bytes_per_sm_clock(ElementwiseAccess::streaming) == 0.0);  // no per-SM limit
-  CHECK(rho_row == Approx(3.10e12 / (132 * 1.98e9)));
+  CHECK(elementwise_bytes_per_sm_clock(ElementwiseAccess::streaming) == 0.0);
+  CHECK(elementwise_bytes_per_sm_clock(ElementwiseAccess::row_reduction) == 0.0);
   CHECK(rho_bcast == Approx(1.70e12 / (132 * 1.98e9)));
-  CHECK(0 < rho_bcast);
-  CHECK(rho_bcast < rho_row);
-  // On the H200 (132 SMs, 1.98 GHz in the catalogue) the rates are the measured slopes, both below
-  // its streaming rate.
   REQUIRE(h200.sm_count == 132);
   REQUIRE(h200.sm_clock_hz == 1.98e9);
   CHECK(elementwise_bytes_per_s(ElementwiseAccess::streaming, h200) == streaming);
-  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, h200) == Approx(3.10e12));
+  // LayerNorm reads each row twice and writes it once: three transfers for the two its bytes count.
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, h200) == Approx(streaming * 2.0 / 3.0));
   CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, h200) == Approx(1.70e12));
-  // Below the streaming cap a class's rate is proportional to SMs and to clock.
+  // Below the streaming cap the broadcast rate is proportional to SMs and to clock; the row
+  // reduction's depends on neither.
   NodeSpec half = h200;
   half.sm_count = 66;
   CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, half) == Approx(0.85e12));
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, half) == Approx(streaming * 2.0 / 3.0));
   half = h200;
   half.sm_clock_hz = 0.99e9;
-  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, half) == Approx(1.55e12));
-  // ... and never above the streaming rate: with a quarter of the HBM bandwidth both classes stream.
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, half) == Approx(0.85e12));
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, half) == Approx(streaming * 2.0 / 3.0));
+  // ... and the broadcast never above the streaming rate: with a quarter of the HBM bandwidth it
+  // streams, and the row reduction stays at 2/3 of the streaming rate.
   NodeSpec narrow = h200;
   narrow.hbm_bytes_per_s = h200.hbm_bytes_per_s / 4;
-  for (ElementwiseAccess c : {ElementwiseAccess::row_reduction, ElementwiseAccess::broadcast})
-    CHECK(elementwise_bytes_per_s(c, narrow) == narrow.hbm_efficiency * narrow.hbm_bytes_per_s);
-  // Unknown SM count or clock: the classes stream.
+  const double narrow_streaming = narrow.hbm_efficiency * narrow.hbm_bytes_per_s;
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, narrow) == narrow_streaming);
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, narrow) == Approx(narrow_streaming * 2.0 / 3.0));
+  // Unknown SM count or clock: the broadcast class streams.
   NodeSpec unknown = h200;
   unknown.sm_count = 0;
   CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, unknown) == streaming);
   unknown = h200;
   unknown.sm_clock_hz = 0;
-  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, unknown) == streaming);
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, unknown) == streaming);
   // A stage of s streaming, r row-reduction and b broadcast bytes with k kernels:
   // t = s / R_stream + r / R_row + b / R_bcast + k·launch.
   ElementwiseOp op;
@@ -152,19 +155,20 @@ TEST_CASE("elementwise time by access class: per-SM rates from the H200, capped 
   op.fused_bytes_per_element = 8;
   op.fused_kernels = 1;
   const double elements = 4608.0 * 3072.0;
+  const double row = streaming * 2.0 / 3.0;
   CHECK(elementwise_time_s(elementwise_stage(op, elements, false), h200) ==
-        Approx(elements * (16 / streaming + 4 / 3.10e12 + 10 / 1.70e12) + 6 * h200.compute_launch_s));
+        Approx(elements * (16 / streaming + 4 / row + 10 / 1.70e12) + 6 * h200.compute_launch_s));
   CHECK(elementwise_memory_time_s(elementwise_stage(op, elements, false), h200) ==
-        Approx(elements * (16 / streaming + 4 / 3.10e12 + 10 / 1.70e12)));
+        Approx(elements * (16 / streaming + 4 / row + 10 / 1.70e12)));
   // Fused: the fused bytes at the streaming rate, whatever the eager classes were.
   CHECK(elementwise_time_s(elementwise_stage(op, elements, true), h200) ==
         Approx(elements * 8 / streaming + h200.compute_launch_s));
 }
 
-TEST_CASE("per-SM elementwise classes: Ada GPUs stream them, Hopper and Ampere do not, published nodes carry the catalogue clock") {
+TEST_CASE("per-SM elementwise classes: Ada GPUs stream the broadcasts, Hopper and Ampere do not, published nodes carry the catalogue clock") {
   // Streaming DRAM bytes per SM per clock (η·BW / (SMs · f)): H200 16.5, H100 SXM and H800 11.5, H100
   // PCIe 9.0, A100 12.1, H20 23.3, L40 and L40S 2.2, RTX 4090 2.8; the broadcast class moves 6.5 per SM
-  // per clock, LayerNorm 11.9.
+  // per clock. LayerNorm moves three row transfers for two counted on every GPU.
   for (const std::string& gpu : published_gpu_ids()) {
     INFO("gpu " << gpu);
     const NodeSpec n = published_node(gpu, 1, "");
@@ -173,8 +177,8 @@ TEST_CASE("per-SM elementwise classes: Ada GPUs stream them, Hopper and Ampere d
     const double streaming = elementwise_bytes_per_s(ElementwiseAccess::streaming, n);
     const double row = elementwise_bytes_per_s(ElementwiseAccess::row_reduction, n);
     const double bcast = elementwise_bytes_per_s(ElementwiseAccess::broadcast, n);
-    CHECK(bcast <= row);
-    CHECK(row <= streaming);
+    CHECK(row == Approx(streaming * 2.0 / 3.0));
+    CHECK(bcast <= streaming);
     const bool ada = n.gpu_architecture == "ada";
     if (ada) {
       CHECK(bcast == streaming);  // little DRAM per SM: the SMs keep up
@@ -182,11 +186,11 @@ TEST_CASE("per-SM elementwise classes: Ada GPUs stream them, Hopper and Ampere d
       CHECK(bcast < 0.75 * streaming);  // Hopper and A100: the broadcast kernels are SM-bound
     }
   }
-  // H100 SXM: same SMs and clock as the H200, so the same broadcast rate, 0.56 of its streaming rate;
-  // LayerNorm streams (3.10 > 0.9 × 3.35 TB/s).
+  // H100 SXM: same SMs and clock as the H200, so the same broadcast rate, 0.56 of its streaming
+  // rate; LayerNorm at 2/3 of 0.9 × 3.35 TB/s.
   const NodeSpec h100 = published_node("h100-sxm", 1, "");
   CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, h100) == Approx(1.70e12));
-  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, h100) == Approx(0.9 * 3.35e12));
+  CHECK(elementwise_bytes_per_s(ElementwiseAccess::row_reduction, h100) == Approx(0.9 * 3.35e12 * 2.0 / 3.0));
   // A100: 108 SMs at 1.41 GHz: 1.70 × 108/132 × 1.41/1.98 = 0.99 TB/s.
   CHECK(elementwise_bytes_per_s(ElementwiseAccess::broadcast, published_node("a100-sxm-80gb", 1, "")) ==
         Approx(1.70e12 * 108.0 / 132.0 * 1.41 / 1.98));
@@ -347,12 +351,15 @@ constexpr double kCudnnTolerance = 0.20;
 constexpr double kFlashTolerance = 0.25;
 constexpr double kElementwiseTolerance = 0.20;
 
-nlohmann::json h200_kernels() {
-  const std::string path = std::string(CHUNKFLOW_SOURCE_DIR) + "/traces/measured/nvidia-h200/kernels.json";
+// traces/measured/<device>/kernels.json.
+nlohmann::json measured_kernels(const std::string& device) {
+  const std::string path = std::string(CHUNKFLOW_SOURCE_DIR) + "/traces/measured/" + device + "/kernels.json";
   std::ifstream in(path);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }
+
+nlohmann::json h200_kernels() { return measured_kernels("nvidia-h200"); }
 
 // The linear stage of a timed GEMM point: [m×k]·[k×n] bf16, its weight k×n.
 StageCost gemm_stage(const nlohmann::json& r) {
@@ -534,19 +541,59 @@ TEST_CASE("validate --kernels on the H200 file: the stage pricing of the cases a
     if (p.kind == "attention") CHECK((p.priced_as == "fa3") == (p.shape.rfind("cudnn", 0) == 0));
   }
   for (const KernelPoint& p : c.points) CHECK(p.within);
-  // The elementwise slopes: LayerNorm and the modulation are the points ρ was fitted on, so their
-  // measured rates are the model's (to the rounding of the fitted constants); the two streaming ops
-  // are priced at η_hbm · BW, which the residual add's slope meets within 2 % and GELU-tanh's
-  // (0.84 of the add's, the header) does not.
+  // The elementwise slopes: the modulation is the points ρ_b was fitted on, so its measured rate is
+  // the model's (to the rounding of the fitted constant); LayerNorm is priced at 2/3 of η_hbm · BW
+  // (2.88 TB/s against 3.10 measured); the two streaming ops at η_hbm · BW, which the residual
+  // add's slope meets within 2 % and GELU-tanh's (0.84 of the add's, the header) does not.
   REQUIRE(c.rates.size() == 4);
   for (const ElementwiseRate& r : c.rates) {
     INFO(r.op << " measured " << r.measured_bytes_per_s << " B/s, model " << r.model_bytes_per_s);
     CHECK(r.points == 4);
-    if (r.op == "layer_norm" || r.op == "modulate") CHECK(r.model_bytes_per_s == Approx(r.measured_bytes_per_s).epsilon(0.01));
+    if (r.op == "modulate") CHECK(r.model_bytes_per_s == Approx(r.measured_bytes_per_s).epsilon(0.01));
+    if (r.op == "layer_norm") CHECK(r.model_bytes_per_s == Approx(r.measured_bytes_per_s).epsilon(0.08));
     if (r.op == "residual_add") CHECK(r.model_bytes_per_s == Approx(r.measured_bytes_per_s).epsilon(0.02));
     if (r.op == "gelu_tanh") CHECK(r.model_bytes_per_s > 1.1 * r.measured_bytes_per_s);
     CHECK(r.intercept_s > 0);
   }
+}
+
+TEST_CASE("validate --kernels on the H100 file, a GPU the model was not fitted on: attention and elementwise within tolerance, GEMMs centred, LayerNorm DRAM-bound and the broadcasts SM-bound") {
+  // traces/measured/nvidia-h100-80gb-hbm3/kernels.json (2026-11-26, the H200's PyTorch build): same
+  // SMs and clock as the H200, 0.70 of its DRAM bandwidth (3.35 vs 4.8 TB/s).
+  const KernelCheck c = check_kernels(measured_kernels("nvidia-h100-80gb-hbm3"), "kernels.json", node("1xh100-sxm"));
+  CHECK(c.gpu_name == "NVIDIA H100 80GB HBM3");
+  CHECK(c.sm_count == 132);
+  std::vector<double> gemm_ratios;
+  for (const KernelPoint& p : c.points) {
+    INFO(p.kind << " " << p.shape << ": ratio " << p.predicted_s / p.measured_s);
+    if (p.kind == "gemm")
+      gemm_ratios.push_back(p.predicted_s / p.measured_s);
+    else
+      CHECK(p.within);
+  }
+  // GEMMs: the H200's tolerances hold for 38 of the 40; the two outside are 1024-row shapes
+  // (1024×1536×1536, a 37 µs call, predicted 0.67; 1024×5120×13824, 0.79). Centred: the median ratio
+  // is within 5 % of 1.
+  REQUIRE(gemm_ratios.size() == 40);
+  std::sort(gemm_ratios.begin(), gemm_ratios.end());
+  const double median = 0.5 * (gemm_ratios[19] + gemm_ratios[20]);
+  CHECK(median > 0.95);
+  CHECK(median < 1.05);
+  // Slopes against the H200's: LayerNorm scales with DRAM bandwidth (row reduction at 2/3 of the
+  // streaming rate), the broadcast kernels do not (same SMs and clock: per SM).
+  const KernelCheck h200 = check_kernels(h200_kernels(), "kernels.json", node("1xh200"));
+  auto slope = [](const KernelCheck& k, const std::string& op) {
+    for (const ElementwiseRate& r : k.rates)
+      if (r.op == op) return r;
+    FAIL("no rate for " << op);
+    return ElementwiseRate{};
+  };
+  const double dram_ratio = 3.35 / 4.8;
+  const ElementwiseRate ln = slope(c, "layer_norm"), mod = slope(c, "modulate");
+  CHECK(ln.measured_bytes_per_s / slope(h200, "layer_norm").measured_bytes_per_s == Approx(dram_ratio).epsilon(0.10));
+  CHECK(mod.measured_bytes_per_s / slope(h200, "modulate").measured_bytes_per_s > 0.90);
+  CHECK(ln.model_bytes_per_s == Approx(ln.measured_bytes_per_s).epsilon(0.05));
+  CHECK(mod.model_bytes_per_s == Approx(mod.measured_bytes_per_s).epsilon(0.10));
 }
 
 TEST_CASE("validate --kernels: timings the model gives exactly fit back its class rate and launch + dispatch, on every published GPU") {
