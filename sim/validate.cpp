@@ -4,12 +4,12 @@
 #include "model/json_file.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "model/calibration.hpp"
 #include "model/harness_ops.hpp"
@@ -161,10 +161,11 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   if (const json* rf = requested ? requested : lookup(j, "resident_fraction")) {
     if (rf->is_string()) o.resident_fraction = rf->get<std::string>();
     else if (rf->is_number()) {
-      std::ostringstream os;
-      os.precision(17);
-      os << rf->get<double>();
-      o.resident_fraction = os.str();
+      // The shortest text that reads back as the same double (0.2, not 0.20000000000000001): the
+      // re-plan gets the exact fraction and the table prints what the run asked for.
+      char buf[32];
+      const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, rf->get<double>());
+      o.resident_fraction = std::string(buf, r.ptr);
     } else
       throw InputError(path, where(requested ? "resident_fraction_requested" : "resident_fraction"),
                        "expected a number or \"auto\", got " + rf->dump());

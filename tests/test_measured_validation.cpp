@@ -445,6 +445,23 @@ TEST_CASE("a run planned to a memory budget is re-planned to that budget (memory
   fs::remove_all(dir);
 }
 
+TEST_CASE("a run's resident fraction is read back as the shortest text of the same double (the table prints 0.2, the re-plan gets 0.2 exactly)") {
+  const Workload w = test::workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
+  const fs::path dir = test::fresh_dir("fraction");
+  for (const double fraction : {0.2, 0.4, 0.8, 1.0 / 3.0, 0.0, 1.0}) {
+    INFO("fraction " << fraction);
+    write_json(dir / "run.json", hw_summary(w, "2xh100-pcie", test::policy("chunkflow", fraction), true, 1.0, 0));
+    const std::optional<MeasuredRun> run = read_measured_run((dir / "run.json").string());
+    REQUIRE(run);
+    REQUIRE(run->options.resident_fraction);
+    const std::string& text = *run->options.resident_fraction;
+    CHECK(std::stod(text) == fraction);  // exact: the plan is re-built with the run's fraction
+    CHECK(text.size() <= 18);            // 0.3333333333333333 is the longest of these
+    if (fraction == 0.2) CHECK(text == "0.2");
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a run planned on a calibrated node is re-planned on that node (the calibration file it names), not flagged") {
   const fs::path dir = test::fresh_dir("calibrated-plan");
   const NodeSpec base = node("2xh100-pcie");
