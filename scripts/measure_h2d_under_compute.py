@@ -139,7 +139,10 @@ def main():
             })
             print(f"{name:12s} {mib:5d} MiB: {nbytes / median / 1e9:6.1f} GB/s, retained {alone[nbytes] / median:.3f}"
                   f"{'' if covered else ' (load ended before the copy)'}")
-    out = {"context": context(args), "h2d_under_compute": points}
+    ctx = context(args)
+    ctx["tool"] = "scripts/measure_h2d_under_compute.py"
+    ctx["sizes_mib"] = args.sizes_mib
+    out = {"context": ctx, "h2d_under_compute": points}
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
