@@ -20,6 +20,9 @@ What it measures (one GPU, CUDA events, median of --repeat timed copies after --
   - per point: the copy's median, min and max time, the alone time (load none) at that size, the
     retained fraction alone / loaded, bytes/s, the load's time per iteration alone, and whether the
     load was still running when every timed copy ended (covered).
+  - with --walk-gib G: 64 MiB copies that walk a G GiB pinned host buffer in order (as prefetch walks
+    a model's weights), two passes, against 64 MiB copies repeated from one place: whether the
+    source's footprint (host page translation on the way to host memory) sets the H2D rate.
 Needs torch with CUDA; exits 3 without a GPU. Writes the JSON file whole (a temporary file renamed).
 """
 import argparse
@@ -39,6 +42,7 @@ def main():
     ap.add_argument("--sizes-mib", type=int, nargs="+", default=[16, 64, 256], help="copy sizes, MiB")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--walk-gib", type=int, default=0, help="also walk a pinned buffer of this many GiB (0: no)")
     args = ap.parse_args()
     if min(args.sizes_mib) <= 0 or args.repeat < 1 or args.warmup < 0:
         ap.error("--sizes-mib must be positive, --repeat at least 1, --warmup at least 0")
@@ -139,10 +143,37 @@ def main():
             })
             print(f"{name:12s} {mib:5d} MiB: {nbytes / median / 1e9:6.1f} GB/s, retained {alone[nbytes] / median:.3f}"
                   f"{'' if covered else ' (load ended before the copy)'}")
+    walk = []
+    if args.walk_gib > 0:
+        chunk = 64 << 20
+        big = torch.empty(args.walk_gib << 30, dtype=torch.uint8, pin_memory=True)
+        big[::4096] = 1  # touch every page once on the host
+        torch.cuda.synchronize()
+
+        def copy_s(src_offset):
+            c0, c1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            with torch.cuda.stream(copy_stream):
+                c0.record(copy_stream)
+                target[:chunk].copy_(big[src_offset:src_offset + chunk], non_blocking=True)
+                c1.record(copy_stream)
+            torch.cuda.synchronize()
+            return c0.elapsed_time(c1) / 1e3
+
+        n = (args.walk_gib << 30) // chunk
+        for label, offsets in (("repeated", [0] * n), ("walk_pass_1", [i * chunk for i in range(n)]),
+                               ("walk_pass_2", [i * chunk for i in range(n)]), ("repeated_after", [0] * n)):
+            times = [copy_s(o) for o in offsets]
+            walk.append({"source": label, "bytes": float(chunk), "copies": n, "footprint_bytes": float(len(set(offsets)) * chunk),
+                         "h2d_time_s_median": statistics.median(times), "h2d_time_s_min": min(times),
+                         "h2d_time_s_max": max(times), "h2d_bytes_per_s": chunk * n / sum(times)})
+            print(f"{label:15s} {n} x 64 MiB over {len(set(offsets)) * 64} MiB: {chunk * n / sum(times) / 1e9:6.1f} GB/s "
+                  f"(median copy {statistics.median(times) * 1e6:.0f} us)")
     ctx = context(args)
     ctx["tool"] = "scripts/measure_h2d_under_compute.py"
     ctx["sizes_mib"] = args.sizes_mib
     out = {"context": ctx, "h2d_under_compute": points}
+    if walk:
+        out["h2d_source_walk"] = walk
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
