@@ -42,7 +42,9 @@
 // plan holds at once), besides the resident weights, the copy slots and the activations.
 // The estimate uses model/link_model.hpp (WorkloadLinkModel: every collective kind on its own groups
 // and routes, every rank's copies beside it, so GPUs that share a PCIe switch uplink split it) for
-// the rates copies and a collective get together, and model/analytical.hpp for compute; the
+// the rates copies and a collective get together, and model/analytical.hpp for compute, stretched
+// as the executor stretches it on a calibrated node (× (1 + compute_slowdown_h2d) when a copy is in
+// flight at a compute op's start, + compute_slowdown_collective when a collective is); the
 // simulator then executes the plan it produces.
 // A planner is made per (workload, node, simulated steps, chunk size) and kept per thread with the
 // residencies and estimates it computed (cached_planner below): a sweep's configurations around one
@@ -771,6 +773,21 @@ class Planner {
       }
     };
 
+    // The piece on the copy lane at time t (start ≤ t < end), or kNone.
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    auto moving_at = [&](double t) -> std::size_t {
+      if (lazy) {  // the lane's intervals are disjoint and in order: only the first moving one can hold t
+        const std::size_t k = first_moving(t);
+        return k < piece_start_s.size() && piece_start_s[k] <= t ? k : kNone;
+      }
+      std::size_t found = kNone;  // the earliest such piece, as the lazy search finds it
+      for (std::size_t k = piece_start_s.size(); k-- > 0;) {
+        if (piece_end_s[k] <= t) break;
+        if (piece_start_s[k] <= t) found = k;
+      }
+      return found;
+    };
+
     // The program as the plan builder wires it (runtime/plan_builder.cpp): compute ops in order on
     // the compute lane; collectives in order on the comm lane, each after the compute op before it
     // (or, FSDP's all-gather, after the last compute op two blocks back) and gating the next compute
@@ -810,15 +827,7 @@ class Planner {
         }
         // The copy in flight at its start, if any, sets how the link is shared.
         double copy_cap = 0;
-        if (lazy) {  // the lane's intervals are disjoint and in order: only the first moving one can hold `ready`
-          const std::size_t k = first_moving(ready);
-          if (k < piece_start_s.size() && piece_start_s[k] <= ready) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
-        } else {
-          for (std::size_t k = piece_start_s.size(); k-- > 0;) {
-            if (piece_end_s[k] <= ready) break;
-            if (piece_start_s[k] <= ready) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
-          }
-        }
+        if (const std::size_t k = moving_at(ready); k != kNone) copy_cap = piece_cap[k] > 0 ? piece_cap[k] : kInf;
         start_s[g] = ready;
         const Shares& sh = shares[next_coll];
         end_s[g] = ready + (copy_cap == 0 ? sh.alone_s : std::isinf(copy_cap) ? sh.uncapped.collective_time_s
@@ -871,7 +880,17 @@ class Planner {
           ready = std::max(ready, landed_s[q]);
         }
         start_s[g] = ready;
-        end_s[g] = ready + duration_s_[g % n_];
+        // A calibrated node's compute slows while a copy or a collective runs beside it: the
+        // executor stretches a compute op by (1 + compute_slowdown_h2d + compute_slowdown_collective)
+        // when one of each is in flight at its start (sim/executor.hpp); so does the estimate, so that
+        // residency pays for the copies' cost to compute. (A collective later in program order that
+        // starts before this op, FSDP's all-gather of the next block, is not seen here.)
+        double slowdown = 0;
+        if (node_.compute_slowdown_h2d > 0 && moving_at(ready) != kNone) slowdown += node_.compute_slowdown_h2d;
+        if (node_.compute_slowdown_collective > 0 && !win_start_s.empty() && win_start_s.back() <= ready &&
+            ready < win_end_s.back())
+          slowdown += node_.compute_slowdown_collective;
+        end_s[g] = ready + duration_s_[g % n_] * (1.0 + slowdown);
         compute_end = end_s[g];
         any_compute = true;
       }
