@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "chunkflow_version.hpp"
+#include "model/calibration.hpp"
 #include "model/workload.hpp"
 #include "traces/chrome_trace.hpp"
 
@@ -165,6 +166,10 @@ nlohmann::ordered_json scenario_json(const Scenario& sc) {
   j["steps"] = sc.policy.steps;
   j["attention"] = attention_kernel_name(sc.workload.attention);  // what validate re-simulates with
   j["harness_ops"] = sc.workload.harness_ops;
+  if (!sc.calibration_file.empty()) {  // the plan's node was calibrated: validate re-plans with this file
+    j["calibration_file"] = sc.calibration_file;
+    j["calibration_fnv1a64"] = file_fnv1a64(sc.calibration_file);
+  }
   return j;
 }
 

@@ -26,7 +26,9 @@ using Context = std::map<std::string, std::string>;
 Scenario hw_scenario(const ScenarioOptions& o);
 
 /// The /scenario block of a run or check summary: what `chunkflow validate` rebuilds the run from
-/// (sim/validate.cpp read_run): node id, model, shape, layout, policy, attention, harness_ops.
+/// (sim/validate.cpp read_run): node id, model, shape, layout, policy, attention, harness_ops, and
+/// with --calibration the file's path and digest (calibration_file, calibration_fnv1a64), by which
+/// validate finds it again on another machine. Throws InputError when that file cannot be read.
 nlohmann::ordered_json scenario_json(const Scenario& sc);
 
 /// Now in UTC, ISO 8601 with seconds: "2025-01-31T12:34:56Z".

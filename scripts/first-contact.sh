@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # First contact with a GPU box (issue 13): build (or use given binaries), run the GPU tests, the
 # microbenchmarks (copy-cap included), the PyTorch kernel timings (scripts/measure_kernels.py, when
-# python3 has torch), calibrate the simulator, run the hw scenarios with every
-# policy, validate the predictions against the measurements and draw the plots. Everything lands,
-# with its context, under traces/measured/<device>/ (or --out DIR). Adapts to one or several
-# GPUs and writes what it skipped, and why, to SKIPPED.txt.
+# python3 has torch), calibrate the simulator, run the hw scenarios with every policy (and chunkflow
+# again planned on the node calibrated from this box's benches), validate the predictions against
+# the measurements and draw the plots. Everything lands, with its context, under
+# traces/measured/<device>/ (or --out DIR). Adapts to one or several GPUs and writes what it
+# skipped, and why, to SKIPPED.txt.
 #
 #   bash scripts/first-contact.sh [--bin DIR] [--out DIR] [--quick] [--stage measure|analyze|all]
 #
@@ -133,6 +134,25 @@ measure() {
       fi
     done
   done
+  # chunkflow's plans on this box's calibrated node (the planner then prices the copies' cost to
+  # compute and the measured rates), calibrated here from the benches above; the file stays beside
+  # runs/, where validate finds it by name and digest on another machine (sim/validate.cpp).
+  if "$SIM" calibrate --measurements $(ls "$OUT_DIR"/bench/bench-wan*.json "$OUT_DIR"/bench/copy-cap.json 2>/dev/null) \
+        --node "$NODE" --out "$OUT_DIR/calibration-device.json" > "$OUT_DIR/calibrate-device.txt" 2>&1; then
+    for sc in $SCENARIOS; do
+      name=$(basename "$sc" .json)
+      timeout $T_RUN "$HW" run --scenario "$sc" --node "$NODE" --policy chunkflow --calibration "$OUT_DIR/calibration-device.json" \
+            --collective $COLLECTIVE --warmup $WARMUP --repeat $REPEAT --trace "$OUT_DIR/runs/$name.chunkflow-calibrated.trace.json" \
+            --output "$OUT_DIR/runs/$name.chunkflow-calibrated.json" > "$OUT_DIR/runs/$name.chunkflow-calibrated.txt" 2>&1
+      rc=$?
+      echo "$name chunkflow (calibrated plan): exit $rc"
+      if [ $rc -ne 0 ]; then
+        echo "run $name chunkflow-calibrated: exit $rc ($(tail -1 "$OUT_DIR/runs/$name.chunkflow-calibrated.txt"))" >> "$SKIPPED"
+      fi
+    done
+  else
+    echo "calibrate on this box failed (calibrate-device.txt): chunkflow's calibrated plans were not run" | tee -a "$SKIPPED"
+  fi
   timeout $T_RUN "$HW" check --node "$NODE" --model wan2.1-t2v-1.3b --height 480 --width 832 --frames 17 --ulysses 2 \
         --policy chunkflow --chunk-mib 16 --resident-fraction 0.3 --repeat 2 --output "$OUT_DIR/runs/check-wan1.3b-17f.result.json" \
         > "$OUT_DIR/runs/check-wan1.3b-17f.txt" 2>&1
@@ -186,7 +206,7 @@ analyze() {
          > /dev/null 2>> "$OUT_DIR/analysis/validate.txt"
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
-    for pol in $POLICIES; do
+    for pol in $POLICIES chunkflow-calibrated; do
       [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
       "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
              --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1

@@ -65,7 +65,24 @@ MeasuredRun read_run(const json& j, const std::string& path) {
   };
   ScenarioOptions& o = r.options;
   if (auto file = str("file"); file && !file->empty() && fs::exists(*file)) o.scenario_file = *file;
-  if (auto cal = str("calibration_file"); cal && !cal->empty() && fs::exists(*cal)) r.plan_calibration_file = *cal;
+  if (auto cal = str("calibration_file"); cal && !cal->empty()) {
+    // The calibration the run was planned with: the recorded path; else, when the summary records
+    // the file's digest (chunkflow-hw run --calibration, measured on another machine), a file of that
+    // name and digest in the summary's folder or one above it (first-contact.sh keeps it beside runs/).
+    const std::optional<std::string> digest = str("calibration_fnv1a64");
+    auto same = [&](const fs::path& f) { return fs::is_regular_file(f) && (!digest || file_fnv1a64(f.string()) == *digest); };
+    if (same(*cal)) {
+      r.plan_calibration_file = *cal;
+    } else if (digest) {
+      for (fs::path dir = fs::absolute(path).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+        if (same(dir / fs::path(*cal).filename())) {
+          r.plan_calibration_file = (dir / fs::path(*cal).filename()).string();
+          break;
+        }
+        if (dir == dir.parent_path()) break;
+      }
+    }
+  }
   if (s.contains("node") && s["node"].is_object() && s["node"].contains("id") && s["node"]["id"].is_string() &&
       s["node"].contains("peak_flop_per_s")) {
     // The whole node as simulate --json records it: the plan's node.

@@ -493,3 +493,35 @@ TEST_CASE("a run planned on a calibrated node is re-planned on that node (the ca
   CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a run planned with a calibration on another machine finds that file beside it by name and digest") {
+  // chunkflow-hw run --calibration records the file's path and digest (hw/report.cpp scenario_json);
+  // first-contact.sh measures on the GPU box and keeps the file beside runs/, and the path it
+  // recorded (/tmp/... there) does not exist where validate runs.
+  const fs::path dir = test::fresh_dir("calibrated-elsewhere");
+  fs::create_directories(dir / "runs");
+  const NodeSpec base = node("2xh100-pcie");
+  Calibration c;
+  c.node_id = base.id;
+  c.peak_flop_per_s = base.peak_flop_per_s;
+  c.compute_launch_s = base.compute_launch_s;
+  c.compute_slowdown_h2d = 0.1;
+  const std::string cal = (dir / "calibration-device.json").string();
+  std::ofstream(cal) << calibration_to_json(c, "{}");
+  const Workload w = test::workload("wan2.1-t2v-1.3b", 480, 832, 17, 2);
+  auto summary = [&](const std::string& recorded, const std::string& digest) {
+    nlohmann::json j = hw_summary(w, base.id, test::policy("chunkflow", std::nullopt), true, 1.0, 0);
+    j["scenario"]["calibration_file"] = recorded;
+    if (!digest.empty()) j["scenario"]["calibration_fnv1a64"] = digest;
+    write_json(dir / "runs" / "run.json", j);
+    const std::optional<MeasuredRun> r = read_measured_run((dir / "runs" / "run.json").string());
+    REQUIRE(r);
+    return r->plan_calibration_file;
+  };
+  const std::string elsewhere = "/nonexistent-chunkflow-device/fc/measured/calibration-device.json";
+  CHECK(fs::equivalent(summary(elsewhere, file_fnv1a64(cal)), cal));  // found one folder up, same bytes
+  CHECK(summary(elsewhere, "0x0000000000000000").empty());           // same name, other bytes: not taken
+  CHECK(summary(elsewhere, "").empty());                             // no digest: only the recorded path
+  CHECK(fs::equivalent(summary(cal, ""), cal));                      // the recorded path, as before
+  fs::remove_all(dir);
+}

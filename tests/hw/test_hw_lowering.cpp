@@ -11,6 +11,7 @@
 #include "hw/lowering.hpp"
 #include "hw/report.hpp"
 #include "model/architecture.hpp"
+#include "model/calibration.hpp"
 #include "model/harness_ops.hpp"
 #include "model/tiled_attention.hpp"
 #include "model/error.hpp"
@@ -386,6 +387,35 @@ TEST_CASE("a run summary's scenario block, as the harness writes it, is re-plann
   REQUIRE(v.rows.size() == 1);
   CHECK_FALSE(v.rows[0].plan_mismatch);
   CHECK(v.rows[0].error == Approx(0.0).margin(1e-12));
+  // Planned on a calibrated node (run --calibration): the block names the file and its digest, and
+  // validate re-plans on that node (its compute slowdown changes chunkflow's plan here).
+  Calibration c;
+  c.node_id = "1xh200";
+  c.peak_flop_per_s = sc.node.peak_flop_per_s;
+  c.compute_launch_s = sc.node.compute_launch_s;
+  c.compute_slowdown_h2d = 0.3;
+  const std::string cal = (dir / "calibration-device.json").string();
+  std::ofstream(cal) << calibration_to_json(c, "{}");
+  ScenarioOptions oc = o;
+  oc.resident_fraction = "auto";
+  const Scenario plain = hw_scenario(oc);
+  oc.calibration_file = cal;
+  const Scenario calibrated = hw_scenario(oc);
+  const nlohmann::json block = nlohmann::json::parse(scenario_json(calibrated).dump());
+  CHECK(block["calibration_file"] == cal);
+  CHECK(block["calibration_fnv1a64"] == file_fnv1a64(cal));
+  CHECK_FALSE(scenario_json(sc).contains("calibration_file"));
+  const StepPlan calibrated_plan = build_plan(calibrated.workload, calibrated.node, calibrated.policy);
+  // The slowdown moves "auto" (else this would not tell a lost calibration).
+  REQUIRE(plan_fnv1a64(calibrated_plan) != plan_fnv1a64(build_plan(plain.workload, plain.node, plain.policy)));
+  nlohmann::json run = summary;
+  run["scenario"] = block;
+  run["plan"] = {{"ops", int64_t(calibrated_plan.ops.size())}, {"fnv1a64", plan_fnv1a64(calibrated_plan)}};
+  std::ofstream(dir / "run.json") << run.dump(2);
+  const ValidationResult vc = validate_runs(find_measured_runs(dir.string()), "");
+  REQUIRE(vc.rows.size() == 1);
+  CHECK(vc.rows[0].run.plan_calibration_file == cal);
+  CHECK_FALSE(vc.rows[0].plan_mismatch);
   std::filesystem::remove_all(dir);
   // Another attention kernel is refused: the harness runs its tiled kernel only.
   o.attention = "fa3";
