@@ -108,8 +108,9 @@ struct Calibration {
   /// Scales fitted on published records (`chunkflow validate --published --calibrate-on`,
   /// model/calibration_published.hpp), GPU-independent: they multiply the node's catalogue
   /// figures (efficiencies clamped to 1) instead of replacing them. hbm_efficiency_scale scales the
-  /// streaming rate only: the per-SM rates of eager broadcast and row-reduction kernels
-  /// (model/kernel_model.hpp elementwise_bytes_per_s) are fixed, capped by the scaled streaming rate.
+  /// streaming rate, and with it the row-reduction rate (2/3 of it); the per-SM rate of eager
+  /// broadcast kernels (model/kernel_model.hpp elementwise_bytes_per_s) is fixed, capped by the
+  /// scaled streaming rate.
   std::optional<double> gemm_efficiency_scale, attention_efficiency_scale, hbm_efficiency_scale,
       host_kernel_issue_scale;
 

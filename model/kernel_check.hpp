@@ -78,8 +78,8 @@ struct KernelPoint {
 
 /// Least squares of an elementwise op's time on its counted bytes over its sizes (≥ 2 distinct):
 /// t = intercept_s + bytes / measured_bytes_per_s, against the model's rate of the op's class on the
-/// node (elementwise_bytes_per_s). The per-SM hypothesis of model/kernel_model.hpp predicts the row
-/// reduction and broadcast rates of a GPU from its SMs and clock; this slope measures them.
+/// node (elementwise_bytes_per_s). model/kernel_model.hpp predicts the broadcast rate of a GPU from
+/// its SMs and clock and the row-reduction rate from its DRAM bandwidth; this slope measures them.
 struct ElementwiseRate {
   std::string op;            ///< layer_norm, gelu_tanh, residual_add, modulate
   std::string access_class;  ///< the class the model prices its bytes at

@@ -108,9 +108,9 @@ struct NodeSpec {
   double compute_launch_s = 0;        ///< GPU-side cost per kernel launch (gap + tail), s
   /// Streaming multiprocessors per GPU (wave quantization); 0 = unknown, no quantization.
   int sm_count = 0;
-  /// Maximum SM (boost) clock, Hz: with sm_count, the per-SM rate of eager broadcast and
-  /// row-reduction kernels (model/kernel_model.hpp elementwise_bytes_per_s); 0 = unknown (those
-  /// kernels are then priced at the streaming rate).
+  /// Maximum SM (boost) clock, Hz: with sm_count, the per-SM rate of eager broadcast kernels
+  /// (model/kernel_model.hpp elementwise_bytes_per_s); 0 = unknown (they are then priced at the
+  /// streaming rate).
   double sm_clock_hz = 0;
   /// "hopper", "ampere", "ada", ... (selects the default attention kernel); "" = unknown.
   std::string gpu_architecture;

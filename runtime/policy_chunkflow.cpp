@@ -168,10 +168,12 @@ class Planner {
     for (const ModeRates& r : mode_rates_)
       for (const Shares& sh : r.shares)
         copy_fastest_bytes_per_s_ = std::max({copy_fastest_bytes_per_s_, sh.capped.copy_bytes_per_s, sh.uncapped.copy_bytes_per_s});
-    // volume_bound_s's: every position of steps 0..steps−2 at its longest.
+    // volume_bound_s's: every position of steps 0..steps−2 at its longest (a compute op stretched
+    // by both slowdowns, as the estimate may stretch it on a calibrated node; × 1 elsewhere).
+    const double longest_compute = 1.0 + node_.compute_slowdown_h2d + node_.compute_slowdown_collective;
     for (int g = 0, c = 0; g < (steps_ - 1) * n_; ++g) {
       if (!layout_.at(g % n_).collective) {
-        before_last_step_max_s_ += duration_s_[g % n_];
+        before_last_step_max_s_ += duration_s_[g % n_] * longest_compute;
         continue;
       }
       double longest = 0;
@@ -934,7 +936,9 @@ class Planner {
   }
 
   /// True when estimate `e` already equals the stall-free program (compute and collectives alone):
-  /// no copy schedule estimates less, so the search may stop there with the same answer.
+  /// no copy schedule estimates less, so the search may stop there with the same answer. (Assumed
+  /// also with compute slowdowns, where a copy's delay could in principle let a stretched op miss
+  /// a collective window; not seen in 960 estimates at collective slowdowns 0.466–10, helper-40.)
   bool reaches_stall_free(const Estimate& e) const { return e.step_time_s <= stall_free_.step_time_s * (1 + 1e-9); }
 
   /// The best estimate over the window modes, each refined over two passes; stops at the first
@@ -1174,7 +1178,8 @@ class Planner {
   /// of steps < s has landed, so from t* on, the ops of steps < s wait only for each other: the one
   /// that ends last ends after t* by at most the durations of a chain of them, at most
   /// before_last_step_max_s_ (every position of steps 0..s−1 at its longest: compute ops as
-  /// modelled, each collective at its slowest in any window mode). So
+  /// modelled stretched by both calibrated slowdowns, each collective at its slowest in any window
+  /// mode). So
   /// E_s − E_{s−1} ≥ V_s / r_max + n·latency − before_last_step_max_s_. The bound is the larger.
   double volume_bound_s(const Placed& placed, int slot_count) const {
     if (!placed.compute_readers || placed.step_prefix_bytes.size() < 2) return 0;

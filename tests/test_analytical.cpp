@@ -97,7 +97,7 @@ TEST_CASE("doubling peak FLOP/s halves the compute-bound time (no launch cost)")
   NodeSpec n = node("2xh100-pcie");
   n.compute_launch_s = 0;
   n.hbm_bytes_per_s = std::numeric_limits<double>::infinity();  // drop the memory floor
-  n.sm_clock_hz = 0;  // and the per-SM limit of eager broadcast / row-reduction kernels (kernel_model.hpp)
+  n.sm_clock_hz = 0;  // and the per-SM limit of eager broadcast kernels (kernel_model.hpp)
   const double t1 = block_compute_time_s(f.blocks[0], n);
   n.peak_flop_per_s *= 2;
   const double t2 = block_compute_time_s(f.blocks[0], n);
@@ -165,7 +165,7 @@ TEST_CASE("F* is the achieved rate times the link time of a block, it scales wit
   NodeSpec n = node("2xh100-pcie");
   n.compute_launch_s = 0;                 // so that every stage time is FLOPs / (η · peak) exactly
   n.hbm_bytes_per_s = std::numeric_limits<double>::infinity();
-  n.sm_clock_hz = 0;  // no per-SM limit on eager broadcast / row-reduction kernels (kernel_model.hpp)
+  n.sm_clock_hz = 0;  // no per-SM limit on eager broadcast kernels (kernel_model.hpp)
   const AnalyticalResult a = analyze(f, n, 2);
   const double link_s = (a.block_weight_bytes + a.collective_inbound_bytes) / n.h2d_bytes_per_s(0);
   CHECK(a.effective_flop_per_s == Approx(a.block_flop / a.compute_time_s).epsilon(kRelTolerance));

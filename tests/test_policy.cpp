@@ -397,6 +397,26 @@ TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive plann
         }
   }
   CHECK(compared >= 40 + 12 + 8);
+  // Large slowdowns (the input allows up to 10) with slots deep enough for the lane-order form of
+  // the volume bound: that bound must stretch compute as the estimate does, or a pass beats it
+  // (exhaustive mode throws) and "auto" skips placements it should not (helper-40: 32 of 720 such
+  // configurations at a slowdown of 10 before the fix).
+  for (const std::string name : {"hw-flux-512-u2-1xh100-sxm", "hw-flux-1024-u2-1xh100-sxm"}) {
+    Scenario sc = load_scenario(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/" + name + ".json");
+    for (double slowdown : {5.0, 10.0}) {
+      sc.node.compute_slowdown_h2d = slowdown;
+      for (int steps : {2, 3})
+        for (std::optional<double> fraction : {std::optional<double>(), std::optional<double>(0.0)}) {
+          PolicyConfig p = policy("chunkflow", fraction, 64);
+          p.memory_budget_bytes = 70.0 * kGiB;
+          p.steps = steps;
+          INFO(name << " at compute slowdown " << slowdown << ", " << steps << " steps, fraction "
+                    << (fraction ? std::to_string(*fraction) : "auto"));
+          compare(sc.workload, sc.node, p);
+        }
+    }
+  }
+  CHECK(compared >= 40 + 12 + 8 + 16);
   // "auto" (Planner::decide skips placements whose copy volume alone rules them out, then searches
   // in full when no fraction is within the bound): configurations of the large grid drawn until 40
   // are "auto", each also at one and three simulated steps (the bound's E_{-1} = 0 case, and a last
@@ -731,8 +751,10 @@ TEST_CASE("chunkflow's own estimate counts the compute slowdown beside copies an
   // The executor stretches a compute op by (1 + compute_slowdown_h2d + compute_slowdown_collective)
   // when a copy or a collective of its rank is in flight at its start (sim/executor.hpp); the planner
   // did not, so on a calibrated node it took plans whose copies slowed compute for free (H100,
-  // 2026-11-26, slowdowns 0.098 and 0.466 fitted on the harness's benches: Wan2.1-1.3B 17 frames at
-  // R = 0 estimated 97.0 ms, simulated 100.7; "auto" chose R = 0.2 at 97.1 ms simulated). Now the
+  // 2026-11-26, slowdowns 0.098 and 0.466 fitted on the harness's benches; with that whole
+  // calibration, `chunkflow simulate`: Wan2.1-1.3B 17 frames at R = 0 estimated 97.0 ms, simulated
+  // 100.7; "auto" chose R = 0.2 at 97.1 ms simulated). Here the scenario node with the two
+  // slowdowns only. Now the
   // slowdowns add at most 1.5 % to the estimate's error against the simulator (worst: FLUX 1024²
   // at R = 0.6 in 16 MiB chunks, 2.3 % against 0.8 % without them; the estimate and the executor
   // see different copies in flight where an op's start meets a copy's edge), where ignoring them
