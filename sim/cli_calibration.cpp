@@ -205,7 +205,12 @@ void do_compare(const CliContext& context, const CompareOptions& o) {
          {"collective time", ms(c.collective_time_predicted_s), ms(c.collective_time_measured_s),
           pct(relative_error(c.collective_time_predicted_s, c.collective_time_measured_s))}});
     std::cout << "\nper-op duration |error| over " << c.step_ops << " ops of the step: median " << pct(c.op_error_median)
-              << " %, p90 " << pct(c.op_error_p90) << " %, max " << pct(c.op_error_max) << " %\n\n";
+              << " %, p90 " << pct(c.op_error_p90) << " %, max " << pct(c.op_error_max) << " %\n";
+    // Compute ops that started > 20 µs after their lane and their deps were done (traces/compare.hpp).
+    std::cout << "compute ops waiting on nothing they depend on: predicted " << c.waits_predicted.ops << " ("
+              << ms(c.waits_predicted.total_s) << " ms), measured " << c.waits_measured.ops << " ("
+              << ms(c.waits_measured.total_s) << " ms; " << c.waits_measured.after_unrelated_copy
+              << " start as an unrelated H2D copy ends)\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : c.worst)
       rows.push_back({std::to_string(w.op_id), w.name, to_string(w.lane), std::to_string(w.rank), ms(w.predicted_s),

@@ -33,6 +33,41 @@ std::string op_label(const TimelineRow& row) {
 
 }  // namespace
 
+UnexplainedWaits unexplained_waits(const Timeline& timeline, int step) {
+  std::unordered_map<int, const TimelineRow*> by_id;
+  for (const auto& row : timeline.rows) by_id.emplace(row.op_id, &row);
+  // Each rank's compute lane in start order (ties by op id), and its H2D ends.
+  std::unordered_map<int, std::vector<const TimelineRow*>> lane, copies;
+  for (const auto& row : timeline.rows) {
+    if (row.lane == Lane::compute) lane[row.rank].push_back(&row);
+    if (row.kind == OpKind::h2d) copies[row.rank].push_back(&row);
+  }
+  UnexplainedWaits w;
+  for (auto& [rank, ops] : lane) {
+    std::sort(ops.begin(), ops.end(), [](const TimelineRow* a, const TimelineRow* b) {
+      return a->start_s != b->start_s ? a->start_s < b->start_s : a->op_id < b->op_id;
+    });
+    for (std::size_t i = 1; i < ops.size(); ++i) {
+      const TimelineRow& op = *ops[i];
+      if (op.step != step) continue;
+      double ready_s = ops[i - 1]->end_s;
+      for (int d : op.deps)
+        if (auto it = by_id.find(d); it != by_id.end()) ready_s = std::max(ready_s, it->second->end_s);
+      const double wait_s = op.start_s - ready_s;
+      if (!(wait_s > kUnexplainedWait_s)) continue;
+      ++w.ops;
+      w.total_s += wait_s;
+      for (const TimelineRow* h : copies[rank])
+        if (h->end_s <= op.start_s && h->end_s >= op.start_s - kAfterCopy_s &&
+            std::find(op.deps.begin(), op.deps.end(), h->op_id) == op.deps.end()) {
+          ++w.after_unrelated_copy;
+          break;
+        }
+    }
+  }
+  return w;
+}
+
 Comparison compare(const Timeline& predicted, const Timeline& measured) {
   const StepSummary sp = summarize(predicted);  // also rejects duplicate op ids
   const StepSummary sm = summarize(measured);
@@ -108,6 +143,8 @@ Comparison compare(const Timeline& predicted, const Timeline& measured) {
   });
   if (step_errors.size() > kWorstOpCount) step_errors.resize(kWorstOpCount);
   c.worst = std::move(step_errors);
+  c.waits_predicted = unexplained_waits(predicted, sp.step);
+  c.waits_measured = unexplained_waits(measured, sm.step);
   return c;
 }
 
@@ -116,6 +153,9 @@ std::string comparison_to_json(const Comparison& c) {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
   auto figure = [&](double predicted, double measured, double error) {
     return json{{"predicted_s", num(predicted)}, {"measured_s", num(measured)}, {"error", num(error)}};
+  };
+  auto waits = [&](const UnexplainedWaits& w) {
+    return json{{"ops", w.ops}, {"total_s", num(w.total_s)}, {"after_unrelated_copy", w.after_unrelated_copy}};
   };
   json worst = json::array();
   for (const auto& e : c.worst) {
@@ -145,6 +185,7 @@ std::string comparison_to_json(const Comparison& c) {
                     {"max", num(c.op_error_max)},
                     {"ops", c.step_ops}}},
       {"worst_ops", std::move(worst)},
+      {"unexplained_compute_waits", {{"predicted", waits(c.waits_predicted)}, {"measured", waits(c.waits_measured)}}},
       {"matched_ops", c.matched_ops},
       {"unmatched_predicted", c.unmatched_predicted},
       {"unmatched_measured", c.unmatched_measured}};

@@ -26,6 +26,27 @@ struct OpError {
   double relative_error = 0;   ///< error_s / max(measured_s, kOpDurationFloor_s) (signed)
 };
 
+/// A compute op waited "unexplained" when it started more than this after both the previous op on
+/// its rank's compute lane and every op it depends on had ended: the simulator starts it at that
+/// instant, so only an executor's own ordering (a queue it shares with unrelated work) can hold it.
+/// 20 µs: four times a graph-launched kernel's gap on an H100 (≈ 5 µs, hw/README.md).
+inline constexpr double kUnexplainedWait_s = 20e-6;
+/// Such a wait "follows an unrelated copy" when the op starts within this after the end of an H2D
+/// op of its rank that it does not depend on (the harness's signature on the H100 and H200 runs,
+/// README "First measurements on an H100").
+inline constexpr double kAfterCopy_s = 30e-6;
+
+/// Compute ops of one timeline's step that waited unexplained (kUnexplainedWait_s).
+struct UnexplainedWaits {
+  int ops = 0;                  ///< compute ops of the step that waited
+  double total_s = 0;           ///< their waits summed (start − max(previous op's end, deps' ends))
+  int after_unrelated_copy = 0; ///< of them, those that start ≤ kAfterCopy_s after an unrelated H2D op ends
+};
+
+/// The unexplained waits of `timeline`'s compute ops in `step` (every rank). Deps missing from the
+/// timeline are ignored; the first compute op of a rank's lane has no previous op.
+UnexplainedWaits unexplained_waits(const Timeline& timeline, int step);
+
 /// Comparison of the summarized step (StepSummary of each timeline). Signed relative errors are
 /// (predicted − measured) / measured; they are 0 when both are 0 and NaN (JSON null) when only
 /// the measured figure is 0.
@@ -46,6 +67,7 @@ struct Comparison {
   int matched_ops = 0;                   ///< op ids in both timelines (all steps)
   int unmatched_predicted = 0;           ///< op ids only in the prediction (all steps)
   int unmatched_measured = 0;            ///< op ids only in the measurement (all steps)
+  UnexplainedWaits waits_predicted, waits_measured;  ///< unexplained_waits of each timeline's summarized step
 };
 
 /// Number of ops kept in Comparison::worst.
