@@ -42,11 +42,14 @@ UnexplainedWaits unexplained_waits(const Timeline& timeline, int step) {
     if (row.lane == Lane::compute) lane[row.rank].push_back(&row);
     if (row.kind == OpKind::h2d) copies[row.rank].push_back(&row);
   }
+  for (auto& [rank, h] : copies)
+    std::sort(h.begin(), h.end(), [](const TimelineRow* a, const TimelineRow* b) { return a->end_s < b->end_s; });
   UnexplainedWaits w;
   for (auto& [rank, ops] : lane) {
     std::sort(ops.begin(), ops.end(), [](const TimelineRow* a, const TimelineRow* b) {
       return a->start_s != b->start_s ? a->start_s < b->start_s : a->op_id < b->op_id;
     });
+    const std::vector<const TimelineRow*>& ends = copies[rank];  // by end time
     for (std::size_t i = 1; i < ops.size(); ++i) {
       const TimelineRow& op = *ops[i];
       if (op.step != step) continue;
@@ -57,9 +60,11 @@ UnexplainedWaits unexplained_waits(const Timeline& timeline, int step) {
       if (!(wait_s > kUnexplainedWait_s)) continue;
       ++w.ops;
       w.total_s += wait_s;
-      for (const TimelineRow* h : copies[rank])
-        if (h->end_s <= op.start_s && h->end_s >= op.start_s - kAfterCopy_s &&
-            std::find(op.deps.begin(), op.deps.end(), h->op_id) == op.deps.end()) {
+      // The copies that end in [start − kAfterCopy_s, start], found by binary search.
+      auto h = std::lower_bound(ends.begin(), ends.end(), op.start_s - kAfterCopy_s,
+                                [](const TimelineRow* r, double t) { return r->end_s < t; });
+      for (; h != ends.end() && (*h)->end_s <= op.start_s; ++h)
+        if (std::find(op.deps.begin(), op.deps.end(), (*h)->op_id) == op.deps.end()) {
           ++w.after_unrelated_copy;
           break;
         }
