@@ -131,6 +131,10 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
   ctx["collective_backend"] = ex.collective_backend();
   ctx["seed"] = std::to_string(o.seed);
   ctx["launch"] = o.launch;
+  // Hardware work queues per device (CUDA's default 8): streams beyond them share queues, and so
+  // can order work the program does not (README "First measurements on an H100").
+  const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  ctx["cuda_device_max_connections"] = connections ? connections : "";
   for (int i = 0; i < warmup; ++i) (void)ex.run();
   std::vector<RunTiming> timings;
   bool latch_timed_out = false;

@@ -153,6 +153,23 @@ measure() {
   else
     echo "calibrate on this box failed (calibrate-device.txt): chunkflow's calibrated plans were not run" | tee -a "$SKIPPED"
   fi
+  # The harness's false waits (compute held behind copies it does not read; README "First
+  # measurements on an H100"): FLUX 1024² chunkflow again launched op by op, and graph-launched
+  # with 32 hardware queues; `chunkflow compare` (analysis/) says whether compute still waits.
+  flux=scenarios/hw-flux-1024-u2-1xh100-sxm.json
+  if [ -f "$flux" ]; then
+    name=$(basename "$flux" .json)
+    for variant in direct maxconn32; do
+      if [ "$variant" = direct ]; then launch=direct; prefix=(); else launch=graph; prefix=(env CUDA_DEVICE_MAX_CONNECTIONS=32); fi
+      "${prefix[@]}" timeout $T_RUN "$HW" run --scenario "$flux" \
+            --node "$NODE" --policy chunkflow --collective $COLLECTIVE --launch $launch --warmup $WARMUP --repeat $REPEAT \
+            --trace "$OUT_DIR/runs/$name.chunkflow-$variant.trace.json" --output "$OUT_DIR/runs/$name.chunkflow-$variant.json" \
+            > "$OUT_DIR/runs/$name.chunkflow-$variant.txt" 2>&1
+      rc=$?
+      echo "$name chunkflow ($variant): exit $rc"
+      [ $rc -ne 0 ] && echo "run $name chunkflow-$variant: exit $rc ($(tail -1 "$OUT_DIR/runs/$name.chunkflow-$variant.txt"))" >> "$SKIPPED"
+    done
+  fi
   timeout $T_RUN "$HW" check --node "$NODE" --model wan2.1-t2v-1.3b --height 480 --width 832 --frames 17 --ulysses 2 \
         --policy chunkflow --chunk-mib 16 --resident-fraction 0.3 --repeat 2 --output "$OUT_DIR/runs/check-wan1.3b-17f.result.json" \
         > "$OUT_DIR/runs/check-wan1.3b-17f.txt" 2>&1
@@ -206,7 +223,7 @@ analyze() {
          > /dev/null 2>> "$OUT_DIR/analysis/validate.txt"
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
-    for pol in $POLICIES chunkflow-calibrated; do
+    for pol in $POLICIES chunkflow-calibrated chunkflow-direct chunkflow-maxconn32; do
       [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
       "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
              --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
