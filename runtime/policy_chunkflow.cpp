@@ -883,10 +883,11 @@ class Planner {
         }
         start_s[g] = ready;
         // A calibrated node's compute slows while a copy or a collective runs beside it: the
-        // executor stretches a compute op by (1 + compute_slowdown_h2d + compute_slowdown_collective)
-        // when one of each is in flight at its start (sim/executor.hpp); so does the estimate, so that
-        // residency pays for the copies' cost to compute. (A collective later in program order that
-        // starts before this op, FSDP's all-gather of the next block, is not seen here.)
+        // executor stretches a compute op by compute_slowdown_h2d when a copy of its rank is in flight
+        // at its start, and by compute_slowdown_collective more when a collective is (sim/executor.hpp:
+        // d × (1 + those that apply)); so does the estimate, so that residency pays for the copies'
+        // cost to compute. (A collective later in program order that starts before this op, FSDP's
+        // all-gather of the next block, is not seen here.)
         double slowdown = 0;
         if (node_.compute_slowdown_h2d > 0 && moving_at(ready) != kNone) slowdown += node_.compute_slowdown_h2d;
         if (node_.compute_slowdown_collective > 0 && !win_start_s.empty() && win_start_s.back() <= ready &&

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -37,7 +38,7 @@ UnexplainedWaits unexplained_waits(const Timeline& timeline, int step) {
   std::unordered_map<int, const TimelineRow*> by_id;
   for (const auto& row : timeline.rows) by_id.emplace(row.op_id, &row);
   // Each rank's compute lane in start order (ties by op id), and its H2D ends.
-  std::unordered_map<int, std::vector<const TimelineRow*>> lane, copies;
+  std::map<int, std::vector<const TimelineRow*>> lane, copies;  // by rank, in rank order (a deterministic sum)
   for (const auto& row : timeline.rows) {
     if (row.lane == Lane::compute) lane[row.rank].push_back(&row);
     if (row.kind == OpKind::h2d) copies[row.rank].push_back(&row);
