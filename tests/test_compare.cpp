@@ -255,6 +255,9 @@ TEST_CASE("unexplained compute waits: none where every op starts when its lane a
   CHECK(w.total_s == 0.25 * u);
   CHECK(w.after_unrelated_copy == 0);
   CHECK(unexplained_waits(late, 0).ops == 0);  // other steps are not counted
+  const int delayed_id = last->op_id;  // `last` dangles once rows are added below
+  const double delayed_start_s = last->start_s;
+  last = nullptr;
   // An H2D op of rank 0 it does not depend on ends 16 µs before it starts: the harness's signature.
   TimelineRow copy = late.rows.front();
   copy.op_id = 1000;
@@ -263,7 +266,7 @@ TEST_CASE("unexplained compute waits: none where every op starts when its lane a
   copy.rank = 0;
   copy.step = 1;
   copy.deps.clear();
-  copy.end_s = last->start_s - 16e-6;
+  copy.end_s = delayed_start_s - 16e-6;
   copy.start_s = copy.end_s - u;
   late.rows.push_back(copy);
   w = unexplained_waits(late, 1);
@@ -273,7 +276,7 @@ TEST_CASE("unexplained compute waits: none where every op starts when its lane a
   // The same copy as one of the op's deps explains the wait (the op then waited 16 µs: under the threshold).
   late.rows.back().op_id = 1001;
   for (auto& r : late.rows)
-    if (&r != &late.rows.back() && r.op_id == last->op_id) r.deps.push_back(1001);
+    if (r.op_id == delayed_id) r.deps.push_back(1001);
   CHECK(unexplained_waits(late, 1).ops == 0);
   // A wait of 10 µs is below kUnexplainedWait_s.
   Timeline small = t;
