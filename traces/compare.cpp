@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -37,7 +38,7 @@ std::string op_label(const TimelineRow& row) {
 UnexplainedWaits unexplained_waits(const Timeline& timeline, int step) {
   std::unordered_map<int, const TimelineRow*> by_id;
   for (const auto& row : timeline.rows) by_id.emplace(row.op_id, &row);
-  // Each rank's compute lane in start order (ties by op id), and its H2D ends.
+  // Each rank's compute lane and its H2D ends.
   std::map<int, std::vector<const TimelineRow*>> lane, copies;  // by rank, in rank order (a deterministic sum)
   for (const auto& row : timeline.rows) {
     if (row.lane == Lane::compute) lane[row.rank].push_back(&row);
@@ -47,8 +48,9 @@ UnexplainedWaits unexplained_waits(const Timeline& timeline, int step) {
     std::sort(h.begin(), h.end(), [](const TimelineRow* a, const TimelineRow* b) { return a->end_s < b->end_s; });
   UnexplainedWaits w;
   for (auto& [rank, ops] : lane) {
+    // Lane order as summarize() orders it for the prefetch stall (traces/timeline.hpp): start, end, id.
     std::sort(ops.begin(), ops.end(), [](const TimelineRow* a, const TimelineRow* b) {
-      return a->start_s != b->start_s ? a->start_s < b->start_s : a->op_id < b->op_id;
+      return std::tie(a->start_s, a->end_s, a->op_id) < std::tie(b->start_s, b->end_s, b->op_id);
     });
     const std::vector<const TimelineRow*>& ends = copies[rank];  // by end time
     for (std::size_t i = 1; i < ops.size(); ++i) {

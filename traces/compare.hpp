@@ -43,8 +43,11 @@ struct UnexplainedWaits {
   int after_unrelated_copy = 0; ///< of them, those that start ≤ kAfterCopy_s after an unrelated H2D op ends
 };
 
-/// The unexplained waits of `timeline`'s compute ops in `step` (every rank). Deps missing from the
-/// timeline are ignored; the first compute op of a rank's lane has no previous op.
+/// The unexplained waits of `timeline`'s compute ops in `step` (every rank): start − max(end of the
+/// op before on the lane, ends of every dep), the readiness summarize() takes for the prefetch stall
+/// (traces/timeline.hpp), with the H2D deps included. Computed here, not in the summaries, which every
+/// grid row pays for. Deps missing from the timeline are ignored; the first compute op of a rank's
+/// lane has no previous op.
 UnexplainedWaits unexplained_waits(const Timeline& timeline, int step);
 
 /// Comparison of the summarized step (StepSummary of each timeline). Signed relative errors are
