@@ -19,29 +19,32 @@ struct Flows {
   double m_in = 1, m_out = 1;  ///< collective flows crossing the rank's link towards / away from the GPU
   double bytes_per_flow = 0;
   double flow_cap = 0;         ///< per-flow cap (transport)
+  double weight = 1;           ///< the collective flows' max-min weight (SM reads: model/routes.hpp sm_read_weight)
 };
 
 Flows collective_flows(const NodeSpec& node, int rank, int P, double buffer_bytes) {
-  if (node.collective == CollectiveBackend::pcie_proxy)
-    return {1.0, 1.0, buffer_bytes * (P - 1) / P, node.collective_flow_bytes_per_s};
+  if (node.collective == CollectiveBackend::pcie_proxy)  // the inbound half is read by the SMs
+    return {1.0, 1.0, buffer_bytes * (P - 1) / P, node.collective_flow_bytes_per_s,
+            shared_node_routes(node)->sm_read_weight(rank)};
   const HostLinkUse use = collective_host_link_use(node, rank, P);
   double cap = use.flow_cap_bytes_per_s;
   if (use.flows_in == 0 && use.flows_out == 0)  // the collective runs off this link (NVLink, NVSwitch)
     cap = node.p2p_flow_bytes_per_s > 0 ? node.p2p_flow_bytes_per_s : node.collective_flow_bytes_per_s;
-  return {double(use.flows_in), double(use.flows_out), buffer_bytes / P, cap};
+  return {double(use.flows_in), double(use.flows_out), buffer_bytes / P, cap, use.weight};
 }
 
-/// Max-min fair (x, y) by progressive filling over the three resources of the header's model. Both
-/// flow classes have weight 1 per flow; the copy counts once on H2D and the duplex, the collective
-/// class m_in times on H2D, m_out times on D2H and m_in + m_out times on the duplex.
+/// Max-min fair (x, y) by weighted progressive filling over the three resources of the header's
+/// model: at level L the copy runs at L and each collective flow at w·L (sim/maxmin.hpp weights);
+/// the copy counts once on H2D and the duplex, the collective class m_in times on H2D, m_out times
+/// on D2H and m_in + m_out times on the duplex.
 std::pair<double, double> fill(double A, double B, double D, double m_in, double m_out, double x_bound,
-                               double y_bound) {
+                               double y_bound, double w) {
   double x = 0, y = 0;
   bool x_fixed = !(x_bound > 0), y_fixed = m_in + m_out == 0;
   if (y_fixed) y = y_bound;
   for (int iter = 0; iter < 4 && !(x_fixed && y_fixed); ++iter) {
     const double cx = x_fixed ? 0 : 1;
-    const double ci = y_fixed ? 0 : m_in, co = y_fixed ? 0 : m_out;
+    const double ci = y_fixed ? 0 : m_in * w, co = y_fixed ? 0 : m_out * w;
     const double rem_A = A - (x_fixed ? x : 0) - (y_fixed ? m_in * y : 0);
     const double rem_B = B - (y_fixed ? m_out * y : 0);
     const double rem_D = D > 0 ? D - (x_fixed ? x : 0) - (y_fixed ? (m_in + m_out) * y : 0) : kInf;
@@ -53,14 +56,14 @@ std::pair<double, double> fill(double A, double B, double D, double m_in, double
     tight(rem_B, co);
     tight(rem_D, cx + ci + co);
     if (!x_fixed) level = std::min(level, x_bound);
-    if (!y_fixed) level = std::min(level, y_bound);
+    if (!y_fixed) level = std::min(level, y_bound / w);
     const double eps = 1e-9 * std::max(1.0, level);
     auto at = [&](double rem, double coeff) { return coeff > 0 && std::max(rem, 0.0) / coeff <= level + eps; };
     const bool A_t = at(rem_A, cx + ci), B_t = at(rem_B, co), D_t = at(rem_D, cx + ci + co);
     const bool fix_x = !x_fixed && (A_t || D_t || x_bound <= level + eps);
-    const bool fix_y = !y_fixed && ((ci > 0 && A_t) || B_t || D_t || y_bound <= level + eps);
+    const bool fix_y = !y_fixed && ((ci > 0 && A_t) || B_t || D_t || y_bound / w <= level + eps);
     if (fix_x) x = std::min(level, x_bound), x_fixed = true;
-    if (fix_y) y = std::min(level, y_bound), y_fixed = true;
+    if (fix_y) y = std::min(w * level, y_bound), y_fixed = true;
     if (!fix_x && !fix_y) break;
   }
   return {x, y};
@@ -78,7 +81,7 @@ CollectiveShare share_given_flows(const NodeSpec& node, int rank, const Flows& f
   const bool under = both && link.a_to_b_under_duplex_bytes_per_s > 0;
   const double A = under ? link.a_to_b_under_duplex_bytes_per_s : link.a_to_b_bytes_per_s;
   const double B = under ? link.b_to_a_under_duplex_bytes_per_s : link.b_to_a_bytes_per_s;
-  const auto [x, y] = fill(A, B, link.duplex_bytes_per_s, f.m_in, f.m_out, x_bound, f.flow_cap);
+  const auto [x, y] = fill(A, B, link.duplex_bytes_per_s, f.m_in, f.m_out, x_bound, f.flow_cap, f.weight);
   CollectiveShare s;
   s.copy_bytes_per_s = x;
   s.collective_flow_bytes_per_s = y;
@@ -118,30 +121,32 @@ struct TwoClassResource {
   double cx = 0, cy = 0, cap = 0;
 };
 
-/// Max-min fair (x, y) over `res` by progressive filling (x ≤ x_bound, y ≤ y_bound; a class with
-/// bound 0 or no resource is fixed at its bound). Source: systems-and-hardware.md §5.
-std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& res, double x_bound, double y_bound) {
+/// Max-min fair (x, y) over `res` by weighted progressive filling: at level L, x = L and y = w·L
+/// (x ≤ x_bound, y ≤ y_bound; a class with bound 0 or no resource is fixed at its bound). Source:
+/// systems-and-hardware.md §5; weights as sim/maxmin.hpp.
+std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& res, double x_bound, double y_bound,
+                                           double w) {
   double x = 0, y = 0;
   bool x_fixed = !(x_bound > 0), y_fixed = !(y_bound > 0);
   for (int iter = 0; iter < 3 && !(x_fixed && y_fixed); ++iter) {
     double level = kInf;
     for (const auto& r : res) {
-      const double c = (x_fixed ? 0 : r.cx) + (y_fixed ? 0 : r.cy);
+      const double c = (x_fixed ? 0 : r.cx) + (y_fixed ? 0 : r.cy * w);
       if (!(c > 0)) continue;
       const double rem = r.cap - (x_fixed ? r.cx * x : 0) - (y_fixed ? r.cy * y : 0);
       level = std::min(level, std::max(rem, 0.0) / c);
     }
     if (!x_fixed) level = std::min(level, x_bound);
-    if (!y_fixed) level = std::min(level, y_bound);
+    if (!y_fixed) level = std::min(level, y_bound / w);
     if (std::isinf(level)) {  // nothing bounds the classes left
       if (!x_fixed) x = kInf;
       if (!y_fixed) y = kInf;
       break;
     }
     const double eps = 1e-9 * std::max(1.0, level);
-    bool fix_x = !x_fixed && x_bound <= level + eps, fix_y = !y_fixed && y_bound <= level + eps;
+    bool fix_x = !x_fixed && x_bound <= level + eps, fix_y = !y_fixed && y_bound / w <= level + eps;
     for (const auto& r : res) {
-      const double c = (x_fixed ? 0 : r.cx) + (y_fixed ? 0 : r.cy);
+      const double c = (x_fixed ? 0 : r.cx) + (y_fixed ? 0 : r.cy * w);
       if (!(c > 0)) continue;
       const double rem = r.cap - (x_fixed ? r.cx * x : 0) - (y_fixed ? r.cy * y : 0);
       if (std::max(rem, 0.0) / c > level + eps) continue;  // not tight
@@ -149,7 +154,7 @@ std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& 
       if (!y_fixed && r.cy > 0) fix_y = true;
     }
     if (fix_x) x = std::min(level, x_bound), x_fixed = true;
-    if (fix_y) y = std::min(level, y_bound), y_fixed = true;
+    if (fix_y) y = std::min(w * level, y_bound), y_fixed = true;
     if (!fix_x && !fix_y) break;
   }
   return {x, y};
@@ -168,6 +173,7 @@ struct WorkloadLinkModel::Resources {
     std::vector<double> flows;         ///< [direction]: collective flows crossing it
     double bytes_per_buffer_byte = 0;  ///< bytes of the largest flow per byte of per-rank buffer
     double flow_cap_bytes_per_s = kInf;
+    double weight = 1.0;               ///< the least max-min weight among its flows (SM reads)
     bool any = false;
   };
   KindFlows kinds[5];
@@ -204,7 +210,7 @@ WorkloadLinkModel::WorkloadLinkModel(const NodeSpec& node, const Workload& w)
     if (!path) throw std::invalid_argument("link model: no host path to gpu" + std::to_string(rank));
     for (int d : *path) r_->copies[d] += 1;
   }
-  const auto [x, y] = fill_two_classes(r_->resources(node, nullptr, true), node.copy_engine_bytes_per_s, 0.0);
+  const auto [x, y] = fill_two_classes(r_->resources(node, nullptr, true), node.copy_engine_bytes_per_s, 0.0, 1.0);
   (void)y;
   copy_alone_bytes_per_s_ = x;
 }
@@ -228,6 +234,7 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
         const std::vector<int>* path = r_->routes.host_path(vertex(f.src), vertex(f.dst));
         if (!path) throw std::invalid_argument("link model: no host path for the pcie_proxy collective");
         for (int d : *path) k.flows[d] += 1;
+        if (f.src == kHostEnd) k.weight = std::min(k.weight, r_->routes.sm_read_weight(f.dst));  // read by the SMs
         if (node_.collective_flow_bytes_per_s > 0)
           k.flow_cap_bytes_per_s = std::min(k.flow_cap_bytes_per_s, node_.collective_flow_bytes_per_s);
         continue;
@@ -237,6 +244,7 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
       if (!p) throw std::invalid_argument(error);
       for (int d : p->directions) k.flows[d] += 1;
       k.flow_cap_bytes_per_s = std::min(k.flow_cap_bytes_per_s, p->flow_cap_bytes_per_s);
+      k.weight = std::min(k.weight, p->weight);
     }
     k.ready = true;
   }
@@ -247,7 +255,7 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
     s.collective_time_s = node_.collective_latency_s;
     return s;
   }
-  const auto [x, y] = fill_two_classes(r_->resources(node_, &k.flows, x_bound > 0), x_bound, k.flow_cap_bytes_per_s);
+  const auto [x, y] = fill_two_classes(r_->resources(node_, &k.flows, x_bound > 0), x_bound, k.flow_cap_bytes_per_s, k.weight);
   s.copy_bytes_per_s = x;
   s.collective_flow_bytes_per_s = y;
   s.collective_time_s = node_.collective_latency_s + (y > 0 ? k.bytes_per_buffer_byte * buffer_bytes / y : kInf);

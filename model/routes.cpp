@@ -2,6 +2,7 @@
 #include "model/routes.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -129,6 +130,27 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
       kinds.push_back(l.kind);
     }
 
+  // SM-read weights (header: sm_read_weight): the SM rate over one copy's rate alone.
+  sm_read_weight_.assign(static_cast<std::size_t>(node.gpu_count), 1.0);
+  if (node.collective_flow_bytes_per_s > 0)
+    for (int g = 0; g < node.gpu_count; ++g) {
+      const std::string gpu = "gpu" + std::to_string(g);
+      for (const LinkSpec& l : node.links) {
+        if (l.kind != LinkKind::pcie || (l.a != gpu && l.b != gpu)) continue;  // NodeSpec::host_link's choice
+        // An all-to-all's flows cross the link both ways: a copy beside it sees the direction's
+        // under-duplex capacity where the link has one (sim/topology.hpp apply_under_duplex).
+        const double one_way = l.b == gpu ? l.a_to_b_bytes_per_s : l.b_to_a_bytes_per_s;
+        const double under = l.b == gpu ? l.a_to_b_under_duplex_bytes_per_s : l.b_to_a_under_duplex_bytes_per_s;
+        const double copy_alone = std::min(under > 0 ? under : one_way, node.copy_engine_bytes_per_s);
+        // In 1/1024ths: sums of a few weights stay exact, so the simulator's rank-symmetric path
+        // (one flow per orbit, weights summed as k·w) gives the full path's rates bit for bit.
+        if (copy_alone > 0)
+          sm_read_weight_[static_cast<std::size_t>(g)] =
+              std::clamp(std::round(1024.0 * node.collective_flow_bytes_per_s / copy_alone), 1.0, 1024.0) / 1024.0;
+        break;
+      }
+    }
+
   all_pairs_paths(graph, kinds, from_, kHostKinds, V, host_, host_ok_);
   std::vector<std::vector<int>> nv_edges, pcie_edges;
   std::vector<char> nv_reach, pcie_reach;
@@ -193,6 +215,7 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
       const auto& back = host_[static_cast<std::size_t>(best) * V + vb];
       peer.directions.insert(peer.directions.end(), back.begin(), back.end());
       peer.flow_cap_bytes_per_s = node.collective_flow_bytes_per_s > 0 ? node.collective_flow_bytes_per_s : inf;
+      peer.weight = sm_read_weight_[static_cast<std::size_t>(b)];
     }
 }
 
@@ -240,7 +263,7 @@ std::string routes_key(const NodeSpec& node) {
   raw(node.p2p_enabled), raw(node.p2p_level);
   raw(node.p2p_disabled_pairs.size());
   for (const auto& pair : node.p2p_disabled_pairs) raw(pair.first), raw(pair.second);
-  raw(node.p2p_flow_bytes_per_s), raw(node.collective_flow_bytes_per_s);
+  raw(node.p2p_flow_bytes_per_s), raw(node.collective_flow_bytes_per_s), raw(node.copy_engine_bytes_per_s);
   return key;
 }
 
@@ -286,7 +309,10 @@ HostLinkUse collective_host_link_use(const NodeRoutes& routes, const NodeSpec& n
       const bool out = std::find(p->directions.begin(), p->directions.end(), away) != p->directions.end();
       use.flows_in += in;
       use.flows_out += out;
-      if (in || out) use.flow_cap_bytes_per_s = std::min(use.flow_cap_bytes_per_s, p->flow_cap_bytes_per_s);
+      if (in || out) {
+        use.flow_cap_bytes_per_s = std::min(use.flow_cap_bytes_per_s, p->flow_cap_bytes_per_s);
+        use.weight = std::min(use.weight, p->weight);
+      }
     }
   }
   return use;

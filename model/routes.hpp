@@ -18,6 +18,10 @@
 //         level ≤ NodeSpec::p2p_level and P2P is allowed for the pair;
 //      3. else staged through host memory (NCCL SHM): src → the host memory vertex nearest the
 //         source → dst, at NodeSpec::collective_flow_bytes_per_s per flow.
+// SM-driven host reads share a contended direction in proportion to what they reach alone: the
+// receiving GPU's SMs load staged bytes from host memory (NCCL SHM; the pcie_proxy kernel), which
+// alone reaches collective_flow_bytes_per_s where a copy engine reaches the GPU's H2D rate; beside
+// a copy both keep the same fraction of their alone rates (max-min weight sm_read_weight).
 #include <limits>
 #include <memory>
 #include <string>
@@ -39,6 +43,8 @@ class NodeRoutes {
     PathLevel level = PathLevel::sys;  ///< NV, or the level of the pair's PCIe path
     std::vector<int> directions;       ///< in path order (2i: link i a→b, 2i+1: b→a)
     double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
+    /// Max-min weight of the pair's flow: sm_read_weight(b) for SHM (the receiver's SMs read it), 1 for P2P.
+    double weight = 1.0;
   };
 
   /// All routes of `node`. Throws std::invalid_argument for a link with an empty name or endpoint,
@@ -57,6 +63,19 @@ class NodeRoutes {
   const std::vector<int>* host_path(int src, int dst) const;
   /// The collective path from GPU a to GPU b, or nullptr with `error` set (no path at all).
   const Peer* peer(int a, int b, std::string* error = nullptr) const;
+  /// Max-min weight (sim/maxmin.hpp; a copy's is 1) of a flow whose bytes GPU `gpu`'s SMs read
+  /// from host memory: collective_flow_bytes_per_s / what one copy reaches alone on the direction
+  /// into the GPU while the reverse carries the all-to-all's other half (min of the copy engine and
+  /// the direction's under-duplex capacity, or its one-way capacity without one), at most 1, rounded to a multiple of 1/1024 (exact sums: the simulator's
+  /// symmetric path stays bit-identical); 1 when collective_flow_bytes_per_s is 0 or `gpu` is out of range.
+  /// On a direction both fill, such a flow and a copy then keep the same fraction of their alone
+  /// rates: C / (C + collective_flow_bytes_per_s), C that copy rate. Measured on H100
+  /// (traces/measured/nvidia-h100-80gb-hbm3/README.md "A copy beside the proxy all-to-all"): 0.65 of
+  /// each in the layerwise runs, 0.56 and 0.70 in bench copy_cap; max-min with equal weights
+  /// gives the all-to-all 0.94.
+  double sm_read_weight(int gpu) const {
+    return gpu >= 0 && std::size_t(gpu) < sm_read_weight_.size() ? sm_read_weight_[std::size_t(gpu)] : 1.0;
+  }
 
  private:
   int gpu_count_ = 0;
@@ -64,6 +83,7 @@ class NodeRoutes {
   std::vector<VertexKind> kinds_;
   std::unordered_map<std::string, int> index_;
   std::vector<int> from_, to_;
+  std::vector<double> sm_read_weight_;  // [gpu]
   std::vector<std::vector<int>> host_;  // [src * V + dst]
   std::vector<char> host_ok_;
   std::vector<Peer> peers_;             // [a * G + b]
@@ -75,10 +95,13 @@ class NodeRoutes {
 /// away from it (flows_out), and the smallest per-flow cap among them (+∞: only links bound them).
 /// On an NVSwitch node both counts are 0 (prefetch need not yield); staged (SHM) pairs count on
 /// both ends; PCIe P2P under a switch counts on the GPU's own link but not on the switch uplink.
+/// weight: the least max-min weight among the flows crossing the link (NodeRoutes::Peer::weight;
+/// 1 when none).
 /// Throws std::invalid_argument for P < 2, P > gpu_count or rank ∉ [0, P).
 struct HostLinkUse {
   int flows_in = 0, flows_out = 0;
   double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
+  double weight = 1.0;
 };
 HostLinkUse collective_host_link_use(const NodeSpec& node, int rank, int P);
 /// The same on routes already built for `node` (NodeRoutes(node) or shared_node_routes(node)).
@@ -86,8 +109,8 @@ HostLinkUse collective_host_link_use(const NodeRoutes& routes, const NodeSpec& n
 
 /// Every NodeSpec field that NodeRoutes (and sim/topology.hpp's Topology, which adds the link
 /// names and capacities it registers) reads, as bytes: id, gpu_count, vertices, every LinkSpec
-/// field, p2p_enabled, p2p_level, p2p_disabled_pairs, p2p_flow_bytes_per_s and
-/// collective_flow_bytes_per_s. Nodes with equal keys have identical routes and topologies. Keep it
+/// field, p2p_enabled, p2p_level, p2p_disabled_pairs, p2p_flow_bytes_per_s,
+/// collective_flow_bytes_per_s and copy_engine_bytes_per_s (sm_read_weight). Nodes with equal keys have identical routes and topologies. Keep it
 /// in step with the NodeRoutes and Topology constructors (tests/test_fast_paths.cpp compares the
 /// memoised objects with fresh ones on mutated nodes).
 std::string routes_key(const NodeSpec& node);

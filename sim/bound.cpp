@@ -80,7 +80,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     std::vector<Alone> flows;
     std::vector<int> on_resource(solver.resource_count(), 0);
     for (const FlowSpec& f : flow_cache.flows(op)) {
-      flows.push_back({solver.add_flow(*f.route, f.bound_bytes_per_s), f.bytes, f.route});
+      flows.push_back({solver.add_flow(*f.route, f.bound_bytes_per_s, f.weight), f.bytes, f.route});
       for (const auto& [res, coeff] : *f.route) on_resource[res] += 1;
     }
     double t = 0;
@@ -390,7 +390,9 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       auto e = d.find(res);
       return lanes_on[std::size_t(res)] + (e == d.end() ? 0.0 : e->second);
     };
-    double guaranteed_group = kInf;  // G: the least one of its flows on ρ carries there (a_kρ·x_k)
+    // G: the least one of its flows on ρ carries there (a_kρ·x_k). Weighted filling gives flow k at
+    // least w_k·C_r / Σ_{flows on r} a·w ≥ w_k·C_r / D_r (every weight ≤ 1: copies 1, SM reads less).
+    double guaranteed_group = kInf;
     for (const FlowSpec& f : flows) {
       double a = 0;
       for (auto [res, coeff] : *f.route)
@@ -403,7 +405,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         level = std::min(level, (res == rho ? c_hi : capacity_lo(res)) / denominator(res));
       }
       g.x_hi += a * fastest;
-      guaranteed_group = std::min(guaranteed_group, a * level);
+      guaranteed_group = std::min(guaranteed_group, a * std::min(1.0, f.weight) * level);
     }
     g.x_hi = std::min(g.x_hi, c_hi);
     if (!(g.bytes > 0) || !(g.x_hi > 0)) {

@@ -66,8 +66,8 @@
 //      carries at most one copy (q's copies run one at a time, lane order) and the flows of at most
 //      one collective group (every group has an op on every rank, and a rank's collectives run one
 //      at a time on its lane). Progressive filling (sim/maxmin.hpp) gives every flow f at least
-//      min(B_f, min over its resources r of C_r(t) / D_r), D_r ≥ Σ coefficients of the flows on r
-//      at t; the capacities C_r(t) lie between C_r^lo (the under-duplex capacity where switched)
+//      w_f · min(B_f, min over its resources r of C_r(t) / D_r), D_r ≥ Σ coefficients of the flows
+//      on r at t, w_f ≤ 1 its weight (1 for copies, less for SM reads: model/routes.hpp); the capacities C_r(t) lie between C_r^lo (the under-duplex capacity where switched)
 //      and C_r^hi. Let J be the step-s groups on r*'s critical chain (the longest path of (a),
 //      traced back from its end) with bytes B_j > 0 on ρ, and in the window [E(s−1), E(s)] of
 //      length T let h_j be the time some flow of j on ρ runs (disjoint over j), H = Σ h_j.

@@ -249,10 +249,11 @@ class Simulation {
   }
 
   /// `shape`: the route's solver shape (MaxMinSolver::add_shape), or −1 to add it by its uses.
-  void add_flow(const Topology::Route& route, int shape, double bytes, double bound, int owner, bool group) {
-    const int id = shape >= 0 ? solver_.add_flow_shaped(shape, bound) : solver_.add_flow(route, bound);
+  void add_flow(const Topology::Route& route, int shape, double bytes, double bound, double weight, int owner,
+                bool group) {
+    const int id = shape >= 0 ? solver_.add_flow_shaped(shape, bound, weight) : solver_.add_flow(route, bound, weight);
     if (std::size_t(id) >= flow_key_.size()) flow_key_.resize(std::size_t(id) + 1), rate_of_id_.resize(std::size_t(id) + 1);
-    flow_key_[std::size_t(id)] = {&route, bound};
+    flow_key_[std::size_t(id)] = {&route, bound, weight};
     flows_.push_back({id, bytes, owner, group, &route, 0.0});
     count_route(route, +1);
   }
@@ -272,7 +273,8 @@ class Simulation {
       const FlowSpec f = h2d_flow(op, node_, topology_);
       // Under rank symmetry, one flow for the copies of the rank's orbit: their summed uses.
       const Topology::Route& route = symmetry_ ? symmetry_->h2d_routes[std::size_t(op.rank)] : *f.route;
-      add_flow(route, shape_of(route, h2d_shapes_[std::size_t(op.rank)]), f.bytes, f.bound_bytes_per_s, target, false);
+      add_flow(route, shape_of(route, h2d_shapes_[std::size_t(op.rank)]), f.bytes, f.bound_bytes_per_s, f.weight, target,
+               false);
     } else {
       Group& g = groups_[target];
       const std::vector<FlowSpec>& all_flows = collective_flows_.flows(plan_.ops[g.members.front()]);
@@ -284,7 +286,7 @@ class Simulation {
       if (!shapes) shapes = &collective_shapes_.emplace_back(&flows, std::vector<Shape>(flows.size())).second;
       for (std::size_t k = 0; k < flows.size(); ++k) {
         const FlowSpec& f = flows[k];
-        add_flow(*f.route, shape_of(*f.route, (*shapes)[k]), f.bytes, f.bound_bytes_per_s, target, true);
+        add_flow(*f.route, shape_of(*f.route, (*shapes)[k]), f.bytes, f.bound_bytes_per_s, f.weight, target, true);
         ++g.open_flows;
       }
       if (g.open_flows == 0) {  // P == 1 never plans a collective; kept for robustness
@@ -347,7 +349,7 @@ class Simulation {
 
   void resolve() {
     if (memo_rates_) {
-      // The solve reads the active flows in the solver's order, each flow's uses (its route's) and
+      // The solve reads the active flows in the solver's order, each flow's uses (its route's), weight and
       // bound, and the capacities, which apply_under_duplex sets from the routes: a set seen before
       // has the rates it had then.
       const std::vector<int>& active = solver_.active_flow_ids();
@@ -356,13 +358,15 @@ class Simulation {
       for (int id : active) {
         const FlowKey& k = flow_key_[std::size_t(id)];
         key_.push_back(k);
-        uint64_t route_bits = reinterpret_cast<std::uintptr_t>(k.route), bound_bits;
+        uint64_t route_bits = reinterpret_cast<std::uintptr_t>(k.route), bound_bits, weight_bits;
         std::memcpy(&bound_bits, &k.bound, sizeof bound_bits);
+        std::memcpy(&weight_bits, &k.weight, sizeof weight_bits);
         hash = (hash ^ route_bits) * 0x9E3779B97F4A7C15ull;
         hash = (hash ^ bound_bits ^ (hash >> 29)) * 0xBF58476D1CE4E5B9ull;
+        hash = (hash ^ weight_bits ^ (hash >> 31)) * 0x94D049BB133111EBull;
       }
       // Sets with this hash, newest first; a set matches when its keys are equal, entry for entry
-      // (route pointer and the bound's bits, as the byte-string key compared before).
+      // (route pointer, the bound's and the weight's bits, as the byte-string key compared before).
       auto head = memo_head_.find(hash);
       for (std::size_t e = head == memo_head_.end() ? kNoEntry : head->second; e != kNoEntry; e = memo_[e].next) {
         const MemoEntry& m = memo_[e];
@@ -481,8 +485,9 @@ class Simulation {
   struct FlowKey {
     const Topology::Route* route = nullptr;
     double bound = 0;
+    double weight = 1;
   };
-  static_assert(sizeof(FlowKey) == sizeof(const Topology::Route*) + sizeof(double), "compared as bytes: no padding");
+  static_assert(sizeof(FlowKey) == sizeof(const Topology::Route*) + 2 * sizeof(double), "compared as bytes: no padding");
   const bool memo_rates_ = !options_.record_links && !simulate_exhaustive;
   std::vector<FlowKey> flow_key_;     ///< per solver flow id
   std::vector<double> rate_of_id_;    ///< per solver flow id, filled from a memo hit

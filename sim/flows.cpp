@@ -22,11 +22,13 @@ std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, c
     if (f.src == kHostEnd || f.dst == kHostEnd) {  // pcie_proxy: GPU 0 to host memory and back
       const std::string src = f.src == kHostEnd ? Topology::kHostVertex : Topology::gpu_vertex(f.src);
       const std::string dst = f.dst == kHostEnd ? Topology::kHostVertex : Topology::gpu_vertex(f.dst);
-      flows.push_back({&topology.route(src, dst), f.bytes, node.collective_flow_bytes_per_s});
+      // The inbound half is read from mapped host memory by the proxy kernel's SMs.
+      const double weight = f.src == kHostEnd ? topology.sm_read_weight(f.dst) : 1.0;
+      flows.push_back({&topology.route(src, dst), f.bytes, node.collective_flow_bytes_per_s, weight});
       continue;
     }
     const Topology::PeerPath& peer = topology.peer_path(f.src, f.dst);
-    flows.push_back({&peer.route, f.bytes, peer.flow_cap_bytes_per_s});
+    flows.push_back({&peer.route, f.bytes, peer.flow_cap_bytes_per_s, peer.weight});
   }
   return flows;
 }

@@ -16,6 +16,7 @@ struct FlowSpec {
   const Topology::Route* route = nullptr;  ///< resources it uses (owned by the Topology)
   double bytes = 0;
   double bound_bytes_per_s = 0;            ///< per-flow cap (copy engine, transport, plan cap)
+  double weight = 1.0;                     ///< max-min weight (SM reads: Topology::sm_read_weight)
 };
 
 /// The flow of an H2D op: host → gpu<rank>, `op.bytes`, capped at the copy engine's rate or the
@@ -31,7 +32,8 @@ FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topolo
 ///  all_to_all (Ulysses, P = U): direct, S/P from every rank to every other of its group;
 ///      α + (P−1)/P·S / B when each rank's link carries its P−1 flows (busbw factor (P−1)/P, size S).
 ///      pcie_proxy: (P−1)/P·S out to the host and the same back over GPU 0's link, each capped at
-///      collective_flow_bytes_per_s. Empty for P = 1.
+///      collective_flow_bytes_per_s, the inbound one read by the SMs (weight sm_read_weight).
+///      Empty for P = 1. SHM peer flows carry their path's weight (Topology::PeerPath::weight).
 ///  ring_kv (ring attention, R): member i sends its K/V block to i+1, R−1 blocks: (R−1)·S per flow;
 ///      α + (R−1)·S / B (SendRecv, factor 1, per ring step S).
 ///  all_reduce (TP, T): ring, 2(T−1)/T·S per flow (reduce-scatter then all-gather);

@@ -190,7 +190,9 @@ std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, c
         if (it == list.index_of.end()) return false;
         const FlowSpec& x = (*list.flows)[f];
         const FlowSpec& y = (*list.flows)[std::size_t(it->second)];
-        if (x.bytes != y.bytes || x.bound_bytes_per_s != y.bound_bytes_per_s || !pi.match(*x.route, *y.route)) return false;
+        if (x.bytes != y.bytes || x.bound_bytes_per_s != y.bound_bytes_per_s || x.weight != y.weight ||
+            !pi.match(*x.route, *y.route))
+          return false;
         images[l][f] = it->second;
       }
     }
@@ -257,7 +259,7 @@ std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, c
       if (slot[std::size_t(root)] < 0) {
         slot[std::size_t(root)] = int(orbits.orbit_flows.size());
         orbit_route.push_back(&sym->routes.emplace_back());
-        orbits.orbit_flows.push_back({orbit_route.back(), flow.bytes, flow.bound_bytes_per_s});
+        orbits.orbit_flows.push_back({orbit_route.back(), flow.bytes, flow.bound_bytes_per_s, flow.weight});
         orbits.orbit_sizes.push_back(0);
       }
       const std::size_t o = std::size_t(slot[std::size_t(root)]);

@@ -114,6 +114,7 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
       peer.level = r->level;
       peer.route = to_route(r->directions);
       peer.flow_cap_bytes_per_s = r->flow_cap_bytes_per_s;
+      peer.weight = r->weight;
       peer.vertices = {gpu_vertex(a)};
       for (int d : r->directions) peer.vertices.push_back(directions_[d].to);
       peer_ok_[p] = 1;
@@ -127,6 +128,7 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
   for (int g = 0; g < G; ++g) {
     const std::size_t k = static_cast<std::size_t>(host) * n_vertices + vertex_index_.at(gpu_vertex(g));
     h2d_route_index_.push_back(reachable_[k] ? std::ptrdiff_t(k) : -1);
+    sm_read_weight_.push_back(routes.sm_read_weight(g));
   }
 }
 

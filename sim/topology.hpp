@@ -24,7 +24,8 @@
 //         memory vertex → PHB; a CPU socket vertex → NODE; an inter-socket link → SYS. P2P over
 //         that path when the level ≤ NodeSpec::p2p_level and P2P is allowed for the pair;
 //      3. else staged through host memory (NCCL SHM): src → nearest host memory → dst, at
-//         NodeSpec::collective_flow_bytes_per_s per flow.
+//         NodeSpec::collective_flow_bytes_per_s per flow, with the max-min weight of SM reads by
+//         dst (NodeRoutes::sm_read_weight; the pcie_proxy's inbound half takes it too).
 // A route's resources are every traversed direction plus the duplex resource of every traversed
 // link (coefficients summed when crossed twice). Without NVLink and P2P, gpu0→gpu1 on 2xh100-pcie
 // goes gpu0→host→gpu1: pcie.gpu0.d2h, pcie.gpu0.duplex, pcie.gpu1.h2d, pcie.gpu1.duplex.
@@ -66,6 +67,7 @@ class Topology {
     Route route;
     std::vector<std::string> vertices;       ///< src first, dst last
     double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();  ///< per-flow bound
+    double weight = 1.0;  ///< max-min weight of its flow (model/routes.hpp NodeRoutes::Peer::weight)
   };
 
   /// Builds the graph of `node.links` and registers its resources in `solver` (the Topology keeps
@@ -94,6 +96,12 @@ class Topology {
 
   /// route("host", "gpu<rank>"), the H2D copies' route, resolved once per GPU. Throws as route().
   const Route& h2d_route(int rank) const;
+  /// Max-min weight of a flow whose bytes GPU `rank`'s SMs read from host memory (the pcie_proxy's
+  /// inbound half; SHM peer paths carry theirs in PeerPath::weight): model/routes.hpp
+  /// NodeRoutes::sm_read_weight. 1 for a rank out of range.
+  double sm_read_weight(int rank) const {
+    return rank >= 0 && std::size_t(rank) < sm_read_weight_.size() ? sm_read_weight_[std::size_t(rank)] : 1.0;
+  }
 
   /// The vertex names along the route src→dst, src first (for traces and tests). Throws as route().
   std::vector<std::string> route_vertices(const std::string& src, const std::string& dst) const;
@@ -162,6 +170,7 @@ class Topology {
   std::vector<char> peer_ok_;
   std::vector<std::string> peer_error_;
   std::vector<std::ptrdiff_t> h2d_route_index_;  // [gpu]: index of route(host, gpu) in routes_, -1: none
+  std::vector<double> sm_read_weight_;           // [gpu]
 };
 
 }  // namespace chunkflow

@@ -1,11 +1,14 @@
 // model/link_model.hpp against closed forms on 2xh100-pcie (code-review-3fa5e28.md §2.2; the link's
 // measured under-duplex capacities, 52.8 GB/s H2D with 34.4 GB/s D2H): the all-to-all alone runs at
-// min(per-flow cap, D2H under duplex); an uncapped copy and the inbound flow split the H2D direction
-// evenly; a copy capped at the H2D headroom leaves the all-to-all its rate; on an NVSwitch node the
-// all-to-all leaves the copy its full rate.
+// min(per-flow cap, D2H under duplex); an uncapped copy and the inbound flow, which the receiver's
+// SMs read (max-min weight w = f / min(A, CE), model/routes.hpp sm_read_weight), share the H2D
+// direction as L and w·L with L·(1 + w) = A; a copy capped at the H2D headroom leaves the
+// all-to-all its rate; on an NVSwitch node the all-to-all leaves the copy its full rate.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "model/link_model.hpp"
+#include "model/routes.hpp"
 
 using namespace chunkflow;
 
@@ -22,10 +25,15 @@ TEST_CASE("sharing a host link with an all-to-all: closed forms on 2xh100-pcie",
   CHECK(alone.copy_bytes_per_s == 0);
   CHECK(alone.collective_flow_bytes_per_s == Approx(y0));
   CHECK(alone.collective_time_s == Approx(n.collective_latency_s + S / 2 / y0));
-  // Uncapped: the copy and the inbound flow share H2D evenly (A/2 each, below B and f).
+  // Uncapped: weighted shares of H2D, L for the copy and w·L for the inbound flow (below B and f).
+  const double w = std::round(1024 * f / std::min(A, n.copy_engine_bytes_per_s)) / 1024;
+  CHECK(shared_node_routes(n)->sm_read_weight(1) == w);
+  REQUIRE(w < 1);
+  const double level = A / (1 + w);
+  REQUIRE(w * level < y0);
   const CollectiveShare ignore = share_with_collective(n, 0, 2, S, INFINITY);
-  CHECK(ignore.copy_bytes_per_s == Approx(A / 2));
-  CHECK(ignore.collective_flow_bytes_per_s == Approx(std::min(A / 2, y0)));
+  CHECK(ignore.copy_bytes_per_s == Approx(level));
+  CHECK(ignore.collective_flow_bytes_per_s == Approx(w * level));
   // The headroom cap: the largest copy rate with no slowdown is A − y0.
   CHECK(share_cap_bytes_per_s(n, 0, 2, S, 0.0) == Approx(A - y0).epsilon(1e-6));
   const CollectiveShare share = share_with_collective(n, 0, 2, S, A - y0);
