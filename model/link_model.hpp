@@ -17,7 +17,9 @@
 //   carry flows), duplex D (0: none):
 //     x + m_in·y ≤ A,   m_out·y ≤ B,   x + (m_in + m_out)·y ≤ D,   x ≤ min(CE, c),   y ≤ f
 //   (by symmetry every collective flow has the same rate y: each crosses one rank's D2H and another's
-//   H2D). Max-min fair rates x (copy) and y (one collective flow) by progressive filling.
+//   H2D). Max-min fair rates x (copy) and y (one collective flow) by weighted progressive filling:
+//   at level L the copy runs at L and a collective flow at w·L, w the flows' max-min weight (SM
+//   reads of staged bytes: model/routes.hpp sm_read_weight, < 1; P2P: 1), as sim/maxmin.hpp does.
 //   The all-to-all takes collective_latency_s + (bytes per flow) / y.
 #include <memory>
 #include <vector>

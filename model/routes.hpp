@@ -72,7 +72,7 @@ class NodeRoutes {
   /// rates: C / (C + collective_flow_bytes_per_s), C that copy rate. Measured on H100
   /// (traces/measured/nvidia-h100-80gb-hbm3/README.md "A copy beside the proxy all-to-all"): 0.65 of
   /// each in the layerwise runs, 0.56 and 0.70 in bench copy_cap; max-min with equal weights
-  /// gives the all-to-all 0.94.
+  /// gave the all-to-all 0.81 on the calibrated node (tests/test_calibration.cpp).
   double sm_read_weight(int gpu) const {
     return gpu >= 0 && std::size_t(gpu) < sm_read_weight_.size() ? sm_read_weight_[std::size_t(gpu)] : 1.0;
   }
