@@ -20,25 +20,30 @@ struct Flows {
   double bytes_per_flow = 0;
   double flow_cap = 0;         ///< per-flow cap (transport)
   double weight = 1;           ///< the collective flows' max-min weight (SM reads: model/routes.hpp sm_read_weight)
+  double sm_in = 0;            ///< flows the rank's SMs read (its SM-read resource, coefficient 1 each)
+  double beta = 0;             ///< the copy's coefficient on that resource (model/routes.hpp sm_read_copy_cost)
 };
 
 Flows collective_flows(const NodeSpec& node, int rank, int P, double buffer_bytes) {
+  const NodeRoutes& routes = *shared_node_routes(node);
+  const double beta = routes.sm_read_copy_cost(rank);
   if (node.collective == CollectiveBackend::pcie_proxy)  // the inbound half is read by the SMs
-    return {1.0, 1.0, buffer_bytes * (P - 1) / P, node.collective_flow_bytes_per_s,
-            shared_node_routes(node)->sm_read_weight(rank)};
-  const HostLinkUse use = collective_host_link_use(node, rank, P);
+    return {1.0, 1.0, buffer_bytes * (P - 1) / P, node.collective_flow_bytes_per_s, routes.sm_read_weight(rank),
+            beta > 0 ? 1.0 : 0.0, beta};
+  const HostLinkUse use = collective_host_link_use(routes, node, rank, P);
   double cap = use.flow_cap_bytes_per_s;
   if (use.flows_in == 0 && use.flows_out == 0)  // the collective runs off this link (NVLink, NVSwitch)
     cap = node.p2p_flow_bytes_per_s > 0 ? node.p2p_flow_bytes_per_s : node.collective_flow_bytes_per_s;
-  return {double(use.flows_in), double(use.flows_out), buffer_bytes / P, cap, use.weight};
+  return {double(use.flows_in), double(use.flows_out), buffer_bytes / P, cap, use.weight, double(use.sm_reads_in), beta};
 }
 
 /// Max-min fair (x, y) by weighted progressive filling over the three resources of the header's
 /// model: at level L the copy runs at L and each collective flow at w·L (sim/maxmin.hpp weights);
 /// the copy counts once on H2D and the duplex, the collective class m_in times on H2D, m_out times
-/// on D2H and m_in + m_out times on the duplex.
+/// on D2H and m_in + m_out times on the duplex; with an SM-read resource E (capacity > 0), the
+/// copy β times and the collective class sm_in times on it.
 std::pair<double, double> fill(double A, double B, double D, double m_in, double m_out, double x_bound,
-                               double y_bound, double w) {
+                               double y_bound, double w, double E, double beta, double sm_in) {
   double x = 0, y = 0;
   bool x_fixed = !(x_bound > 0), y_fixed = m_in + m_out == 0;
   if (y_fixed) y = y_bound;
@@ -48,6 +53,8 @@ std::pair<double, double> fill(double A, double B, double D, double m_in, double
     const double rem_A = A - (x_fixed ? x : 0) - (y_fixed ? m_in * y : 0);
     const double rem_B = B - (y_fixed ? m_out * y : 0);
     const double rem_D = D > 0 ? D - (x_fixed ? x : 0) - (y_fixed ? (m_in + m_out) * y : 0) : kInf;
+    const double rem_E = E > 0 ? E - (x_fixed ? beta * x : 0) - (y_fixed ? sm_in * y : 0) : kInf;
+    const double ce = E > 0 ? (x_fixed ? 0 : beta) + (y_fixed ? 0 : sm_in * w) : 0;
     double level = kInf;
     auto tight = [&](double rem, double coeff) {
       if (coeff > 0) level = std::min(level, std::max(rem, 0.0) / coeff);
@@ -55,13 +62,14 @@ std::pair<double, double> fill(double A, double B, double D, double m_in, double
     tight(rem_A, cx + ci);
     tight(rem_B, co);
     tight(rem_D, cx + ci + co);
+    tight(rem_E, ce);
     if (!x_fixed) level = std::min(level, x_bound);
     if (!y_fixed) level = std::min(level, y_bound / w);
     const double eps = 1e-9 * std::max(1.0, level);
     auto at = [&](double rem, double coeff) { return coeff > 0 && std::max(rem, 0.0) / coeff <= level + eps; };
-    const bool A_t = at(rem_A, cx + ci), B_t = at(rem_B, co), D_t = at(rem_D, cx + ci + co);
-    const bool fix_x = !x_fixed && (A_t || D_t || x_bound <= level + eps);
-    const bool fix_y = !y_fixed && ((ci > 0 && A_t) || B_t || D_t || y_bound / w <= level + eps);
+    const bool A_t = at(rem_A, cx + ci), B_t = at(rem_B, co), D_t = at(rem_D, cx + ci + co), E_t = at(rem_E, ce);
+    const bool fix_x = !x_fixed && (A_t || D_t || (E_t && beta > 0) || x_bound <= level + eps);
+    const bool fix_y = !y_fixed && ((ci > 0 && A_t) || B_t || D_t || (E_t && sm_in > 0) || y_bound / w <= level + eps);
     if (fix_x) x = std::min(level, x_bound), x_fixed = true;
     if (fix_y) y = std::min(w * level, y_bound), y_fixed = true;
     if (!fix_x && !fix_y) break;
@@ -81,7 +89,8 @@ CollectiveShare share_given_flows(const NodeSpec& node, int rank, const Flows& f
   const bool under = both && link.a_to_b_under_duplex_bytes_per_s > 0;
   const double A = under ? link.a_to_b_under_duplex_bytes_per_s : link.a_to_b_bytes_per_s;
   const double B = under ? link.b_to_a_under_duplex_bytes_per_s : link.b_to_a_bytes_per_s;
-  const auto [x, y] = fill(A, B, link.duplex_bytes_per_s, f.m_in, f.m_out, x_bound, f.flow_cap, f.weight);
+  const auto [x, y] = fill(A, B, link.duplex_bytes_per_s, f.m_in, f.m_out, x_bound, f.flow_cap, f.weight,
+                           f.beta > 0 ? node.collective_flow_bytes_per_s : 0.0, f.beta, f.sm_in);
   CollectiveShare s;
   s.copy_bytes_per_s = x;
   s.collective_flow_bytes_per_s = y;
@@ -168,19 +177,27 @@ struct WorkloadLinkModel::Resources {
   std::shared_ptr<const NodeRoutes> routes_ptr;  ///< memoised per thread (model/routes.hpp)
   const NodeRoutes& routes;
   std::vector<double> copies;  ///< [direction]: executed ranks whose H2D route crosses it
+  std::vector<double> copy_beta;  ///< [gpu]: an executed rank's copies' cost on its SM-read resource (0: none)
   struct KindFlows {
     bool ready = false;
     std::vector<double> flows;         ///< [direction]: collective flows crossing it
     double bytes_per_buffer_byte = 0;  ///< bytes of the largest flow per byte of per-rank buffer
     double flow_cap_bytes_per_s = kInf;
     double weight = 1.0;               ///< the least max-min weight among its flows (SM reads)
+    std::vector<double> sm_in;         ///< [gpu]: its flows that GPU's SMs read (its SM-read resource)
     bool any = false;
   };
   KindFlows kinds[5];
 
-  /// The resources of copies (cx = copies[d] when the copies run) and a collective's flows.
-  std::vector<TwoClassResource> resources(const NodeSpec& node, const std::vector<double>* flows, bool copying) const {
+  /// The resources of copies (cx = copies[d] when the copies run) and a collective's flows (`sm_in`:
+  /// per GPU the flows on its SM-read resource; null with `flows`).
+  std::vector<TwoClassResource> resources(const NodeSpec& node, const std::vector<double>* flows, bool copying,
+                                          const std::vector<double>* sm_in = nullptr) const {
     std::vector<TwoClassResource> res;
+    for (std::size_t g = 0; g < copy_beta.size(); ++g) {  // SM-read resources (model/routes.hpp sm_read_copy_cost)
+      const double cx = copying ? copy_beta[g] : 0.0, cy = sm_in ? (*sm_in)[g] : 0.0;
+      if (routes.sm_read_copy_cost(int(g)) > 0 && cx + cy > 0) res.push_back({cx, cy, node.collective_flow_bytes_per_s});
+    }
     for (std::size_t li = 0; li < node.links.size(); ++li) {
       const LinkSpec& link = node.links[li];
       auto cx = [&](std::size_t d) { return copying ? copies[d] : 0.0; };
@@ -210,6 +227,9 @@ WorkloadLinkModel::WorkloadLinkModel(const NodeSpec& node, const Workload& w)
     if (!path) throw std::invalid_argument("link model: no host path to gpu" + std::to_string(rank));
     for (int d : *path) r_->copies[d] += 1;
   }
+  r_->copy_beta.assign(std::size_t(node.gpu_count), 0.0);
+  for (int rank = 0; rank < std::min(executed_ranks(w, node), node.gpu_count); ++rank)
+    r_->copy_beta[std::size_t(rank)] = r_->routes.sm_read_copy_cost(rank);
   const auto [x, y] = fill_two_classes(r_->resources(node, nullptr, true), node.copy_engine_bytes_per_s, 0.0, 1.0);
   (void)y;
   copy_alone_bytes_per_s_ = x;
@@ -223,6 +243,7 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
   Resources::KindFlows& k = r_->kinds[static_cast<int>(kind)];
   if (!k.ready) {
     k.flows.assign(2 * node_.links.size(), 0.0);
+    k.sm_in.assign(std::size_t(node_.gpu_count), 0.0);
     const bool proxy = node_.collective == CollectiveBackend::pcie_proxy;
     const int host = r_->routes.find_vertex("host");
     auto vertex = [&](int end) { return end == kHostEnd ? host : r_->routes.find_vertex("gpu" + std::to_string(end)); };
@@ -234,7 +255,10 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
         const std::vector<int>* path = r_->routes.host_path(vertex(f.src), vertex(f.dst));
         if (!path) throw std::invalid_argument("link model: no host path for the pcie_proxy collective");
         for (int d : *path) k.flows[d] += 1;
-        if (f.src == kHostEnd) k.weight = std::min(k.weight, r_->routes.sm_read_weight(f.dst));  // read by the SMs
+        if (f.src == kHostEnd) {  // read by the SMs
+          k.weight = std::min(k.weight, r_->routes.sm_read_weight(f.dst));
+          if (r_->routes.sm_read_copy_cost(f.dst) > 0) k.sm_in[std::size_t(f.dst)] += 1;
+        }
         if (node_.collective_flow_bytes_per_s > 0)
           k.flow_cap_bytes_per_s = std::min(k.flow_cap_bytes_per_s, node_.collective_flow_bytes_per_s);
         continue;
@@ -245,6 +269,7 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
       for (int d : p->directions) k.flows[d] += 1;
       k.flow_cap_bytes_per_s = std::min(k.flow_cap_bytes_per_s, p->flow_cap_bytes_per_s);
       k.weight = std::min(k.weight, p->weight);
+      if (p->sm_read_gpu >= 0) k.sm_in[std::size_t(p->sm_read_gpu)] += 1;
     }
     k.ready = true;
   }
@@ -255,7 +280,8 @@ CollectiveShare WorkloadLinkModel::share(CollectiveKind kind, double buffer_byte
     s.collective_time_s = node_.collective_latency_s;
     return s;
   }
-  const auto [x, y] = fill_two_classes(r_->resources(node_, &k.flows, x_bound > 0), x_bound, k.flow_cap_bytes_per_s, k.weight);
+  const auto [x, y] =
+      fill_two_classes(r_->resources(node_, &k.flows, x_bound > 0, &k.sm_in), x_bound, k.flow_cap_bytes_per_s, k.weight);
   s.copy_bytes_per_s = x;
   s.collective_flow_bytes_per_s = y;
   s.collective_time_s = node_.collective_latency_s + (y > 0 ? k.bytes_per_buffer_byte * buffer_bytes / y : kInf);

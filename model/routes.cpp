@@ -130,8 +130,10 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
       kinds.push_back(l.kind);
     }
 
-  // SM-read weights (header: sm_read_weight): the SM rate over one copy's rate alone.
+  // SM-read weights and copy costs (header: sm_read_weight, sm_read_copy_cost): r = the SM rate over
+  // one copy's rate alone.
   sm_read_weight_.assign(static_cast<std::size_t>(node.gpu_count), 1.0);
+  sm_read_copy_cost_.assign(static_cast<std::size_t>(node.gpu_count), 0.0);
   if (node.collective_flow_bytes_per_s > 0)
     for (int g = 0; g < node.gpu_count; ++g) {
       const std::string gpu = "gpu" + std::to_string(g);
@@ -142,11 +144,15 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
         const double one_way = l.b == gpu ? l.a_to_b_bytes_per_s : l.b_to_a_bytes_per_s;
         const double under = l.b == gpu ? l.a_to_b_under_duplex_bytes_per_s : l.b_to_a_under_duplex_bytes_per_s;
         const double copy_alone = std::min(under > 0 ? under : one_way, node.copy_engine_bytes_per_s);
-        // In 1/1024ths: sums of a few weights stay exact, so the simulator's rank-symmetric path
-        // (one flow per orbit, weights summed as k·w) gives the full path's rates bit for bit.
-        if (copy_alone > 0)
-          sm_read_weight_[static_cast<std::size_t>(g)] =
-              std::clamp(std::round(1024.0 * node.collective_flow_bytes_per_s / copy_alone), 1.0, 1024.0) / 1024.0;
+        // Dyadic (w in 1/1024ths, β in 1/2^20ths): sums of a few stay exact, so the simulator's
+        // rank-symmetric path (one flow per orbit, uses summed as k·a) gives the full path's rates
+        // bit for bit. Rounded down: with w ≤ r and β ≤ r², an uncapped copy beside SM reads is held by
+        // the link direction, (β + w)·C / (1 + w) ≤ r·C = f, not by the SM resource.
+        const double r = copy_alone > 0 ? node.collective_flow_bytes_per_s / copy_alone : 1.0;
+        if (r < 1) {
+          sm_read_weight_[static_cast<std::size_t>(g)] = std::max(1.0, std::floor(1024.0 * r)) / 1024.0;
+          sm_read_copy_cost_[static_cast<std::size_t>(g)] = std::floor(1048576.0 * r * r) / 1048576.0;
+        }
         break;
       }
     }
@@ -216,6 +222,7 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
       peer.directions.insert(peer.directions.end(), back.begin(), back.end());
       peer.flow_cap_bytes_per_s = node.collective_flow_bytes_per_s > 0 ? node.collective_flow_bytes_per_s : inf;
       peer.weight = sm_read_weight_[static_cast<std::size_t>(b)];
+      peer.sm_read_gpu = sm_read_copy_cost_[static_cast<std::size_t>(b)] > 0 ? b : -1;
     }
 }
 
@@ -313,6 +320,7 @@ HostLinkUse collective_host_link_use(const NodeRoutes& routes, const NodeSpec& n
         use.flow_cap_bytes_per_s = std::min(use.flow_cap_bytes_per_s, p->flow_cap_bytes_per_s);
         use.weight = std::min(use.weight, p->weight);
       }
+      if (p->sm_read_gpu == rank) ++use.sm_reads_in;
     }
   }
   return use;

@@ -45,6 +45,9 @@ class NodeRoutes {
     double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
     /// Max-min weight of the pair's flow: sm_read_weight(b) for SHM (the receiver's SMs read it), 1 for P2P.
     double weight = 1.0;
+    /// SHM into a GPU with an SM-read resource (sm_read_copy_cost(b) > 0): b, whose resource the
+    /// flow uses with coefficient 1; −1 otherwise.
+    int sm_read_gpu = -1;
   };
 
   /// All routes of `node`. Throws std::invalid_argument for a link with an empty name or endpoint,
@@ -76,6 +79,20 @@ class NodeRoutes {
   double sm_read_weight(int gpu) const {
     return gpu >= 0 && std::size_t(gpu) < sm_read_weight_.size() ? sm_read_weight_[std::size_t(gpu)] : 1.0;
   }
+  /// The SM-read resource of GPU `gpu` (capacity collective_flow_bytes_per_s; used with coefficient
+  /// 1 by the flows its SMs read from host memory): what one H2D copy into it costs there per byte,
+  /// β = r² with r the SM rate over the copy's alone rate (as for sm_read_weight; rounded down to
+  /// 1/2^20). 0 when there is no such resource (r ≥ 1 or collective_flow_bytes_per_s is 0).
+  /// The fluid form of a paced copy (hw/kernels.cu enqueue_paced_copy): it moves its bytes in
+  /// bursts at its weighted share L = C / (1 + r), while the SM reads run at r·L, and the SM reads
+  /// run alone at f = r·C between bursts; over a duty cycle c / L they average f − r²·c, i.e.
+  /// y + β·x ≤ f, which an uncapped copy (bursting all the time) meets where the link binds. Fits
+  /// the H100 bench copy_cap (a copy paced at 10 GB/s: the all-to-all slows by 0.15, model 0.15)
+  /// and runs (all-to-alls beside copies paced at 18.4 GB/s: 318.9 µs measured, model 321)
+  /// (traces/measured/nvidia-h100-80gb-hbm3/README.md).
+  double sm_read_copy_cost(int gpu) const {
+    return gpu >= 0 && std::size_t(gpu) < sm_read_copy_cost_.size() ? sm_read_copy_cost_[std::size_t(gpu)] : 0.0;
+  }
 
  private:
   int gpu_count_ = 0;
@@ -84,6 +101,7 @@ class NodeRoutes {
   std::unordered_map<std::string, int> index_;
   std::vector<int> from_, to_;
   std::vector<double> sm_read_weight_;  // [gpu]
+  std::vector<double> sm_read_copy_cost_;  // [gpu]
   std::vector<std::vector<int>> host_;  // [src * V + dst]
   std::vector<char> host_ok_;
   std::vector<Peer> peers_;             // [a * G + b]
@@ -102,6 +120,7 @@ struct HostLinkUse {
   int flows_in = 0, flows_out = 0;
   double flow_cap_bytes_per_s = std::numeric_limits<double>::infinity();
   double weight = 1.0;
+  int sm_reads_in = 0;  ///< flows into the rank that its SMs read (its SM-read resource: sm_read_copy_cost)
 };
 HostLinkUse collective_host_link_use(const NodeSpec& node, int rank, int P);
 /// The same on routes already built for `node` (NodeRoutes(node) or shared_node_routes(node)).

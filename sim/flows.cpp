@@ -24,7 +24,8 @@ std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, c
       const std::string dst = f.dst == kHostEnd ? Topology::kHostVertex : Topology::gpu_vertex(f.dst);
       // The inbound half is read from mapped host memory by the proxy kernel's SMs.
       const double weight = f.src == kHostEnd ? topology.sm_read_weight(f.dst) : 1.0;
-      flows.push_back({&topology.route(src, dst), f.bytes, node.collective_flow_bytes_per_s, weight});
+      const Topology::Route& route = f.src == kHostEnd ? topology.sm_host_read_route(f.dst) : topology.route(src, dst);
+      flows.push_back({&route, f.bytes, node.collective_flow_bytes_per_s, weight});
       continue;
     }
     const Topology::PeerPath& peer = topology.peer_path(f.src, f.dst);

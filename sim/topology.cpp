@@ -69,19 +69,29 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
     }
   }
 
-  auto to_route = [this](const std::vector<int>& edges) {
+  // SM-read resources (model/routes.hpp sm_read_copy_cost), one per GPU that has one, after the links.
+  const int G = node.gpu_count;
+  sm_read_resource_.assign(static_cast<std::size_t>(G), -1);
+  for (int g = 0; g < G; ++g)
+    if (routes.sm_read_copy_cost(g) > 0)
+      sm_read_resource_[static_cast<std::size_t>(g)] =
+          register_resource(node.collective_flow_bytes_per_s, gpu_vertex(g) + ".sm_read");
+
+  // extra: one more use (resource, coefficient) added after the edges' (−1: none).
+  auto to_route = [this](const std::vector<int>& edges, std::pair<int, double> extra = {-1, 0.0}) {
     Route route;
-    auto use = [&route](int resource) {
+    auto use = [&route](int resource, double coefficient) {
       auto it = std::find_if(route.begin(), route.end(), [resource](const auto& u) { return u.first == resource; });
       if (it != route.end())
-        it->second += 1.0;
+        it->second += coefficient;
       else
-        route.emplace_back(resource, 1.0);
+        route.emplace_back(resource, coefficient);
     };
     for (int d : edges) {
-      use(directions_[d].resource);
-      if (directions_[d].duplex_resource >= 0) use(directions_[d].duplex_resource);
+      use(directions_[d].resource, 1.0);
+      if (directions_[d].duplex_resource >= 0) use(directions_[d].duplex_resource, 1.0);
     }
+    if (extra.first >= 0) use(extra.first, extra.second);
     return route;
   };
 
@@ -99,7 +109,6 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
       }
 
   // GPU pairs: NCCL's transport choice (model/routes.hpp); GPU↔GPU routes are the collective paths.
-  const int G = node.gpu_count;
   peers_.assign(static_cast<std::size_t>(G) * G, PeerPath{});
   peer_ok_.assign(static_cast<std::size_t>(G) * G, 0);
   peer_error_.assign(static_cast<std::size_t>(G) * G, "");
@@ -112,7 +121,8 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
       PeerPath& peer = peers_[p];
       peer.transport = r->transport;
       peer.level = r->level;
-      peer.route = to_route(r->directions);
+      // SHM: the receiver's SMs read the staged bytes (its SM-read resource, coefficient 1).
+      peer.route = to_route(r->directions, {r->sm_read_gpu >= 0 ? sm_read_resource_[std::size_t(r->sm_read_gpu)] : -1, 1.0});
       peer.flow_cap_bytes_per_s = r->flow_cap_bytes_per_s;
       peer.weight = r->weight;
       peer.vertices = {gpu_vertex(a)};
@@ -129,7 +139,17 @@ Topology::Topology(const NodeSpec& node, MaxMinSolver& solver) : gpu_count_(node
     const std::size_t k = static_cast<std::size_t>(host) * n_vertices + vertex_index_.at(gpu_vertex(g));
     h2d_route_index_.push_back(reachable_[k] ? std::ptrdiff_t(k) : -1);
     sm_read_weight_.push_back(routes.sm_read_weight(g));
+    const int sm = sm_read_resource_[std::size_t(g)];
+    sm_read_routes_.push_back(reachable_[k] ? to_route(route_edges_[k], {sm, 1.0}) : Route{});
+    // The H2D copies' route: the link directions and, where GPU g has an SM-read resource, β there.
+    if (reachable_[k] && sm >= 0) routes_[k] = to_route(route_edges_[k], {sm, routes.sm_read_copy_cost(g)});
   }
+}
+
+const Topology::Route& Topology::sm_host_read_route(int rank) const {
+  if (rank >= 0 && rank < int(sm_read_routes_.size()) && h2d_route_index_[std::size_t(rank)] >= 0)
+    return sm_read_routes_[std::size_t(rank)];
+  return route(kHostVertex, gpu_vertex(rank));  // throws the error route() gives
 }
 
 const Topology::Route& Topology::h2d_route(int rank) const {

@@ -27,7 +27,9 @@
 //         NodeSpec::collective_flow_bytes_per_s per flow, with the max-min weight of SM reads by
 //         dst (NodeRoutes::sm_read_weight; the pcie_proxy's inbound half takes it too).
 // A route's resources are every traversed direction plus the duplex resource of every traversed
-// link (coefficients summed when crossed twice). Without NVLink and P2P, gpu0→gpu1 on 2xh100-pcie
+// link (coefficients summed when crossed twice), and where a GPU's SMs read staged host memory
+// (NodeRoutes::sm_read_copy_cost > 0) its resource "gpu<R>.sm_read" (capacity
+// collective_flow_bytes_per_s): coefficient 1 for the flows it reads, β for H2D copies into it. Without NVLink and P2P, gpu0→gpu1 on 2xh100-pcie
 // goes gpu0→host→gpu1: pcie.gpu0.d2h, pcie.gpu0.duplex, pcie.gpu1.h2d, pcie.gpu1.duplex.
 #include <limits>
 #include <memory>
@@ -102,6 +104,15 @@ class Topology {
   double sm_read_weight(int rank) const {
     return rank >= 0 && std::size_t(rank) < sm_read_weight_.size() ? sm_read_weight_[std::size_t(rank)] : 1.0;
   }
+  /// The route of a flow GPU `rank`'s SMs read from host memory (the pcie_proxy's inbound half):
+  /// route("host", "gpu<rank>")'s link directions and GPU rank's SM-read resource, coefficient 1
+  /// (model/routes.hpp sm_read_copy_cost; H2D copies use it with coefficient β). Throws as route().
+  const Route& sm_host_read_route(int rank) const;
+  /// Solver id of GPU `rank`'s SM-read resource ("gpu<rank>.sm_read", capacity
+  /// collective_flow_bytes_per_s), −1 when it has none.
+  int sm_read_resource(int rank) const {
+    return rank >= 0 && std::size_t(rank) < sm_read_resource_.size() ? sm_read_resource_[std::size_t(rank)] : -1;
+  }
 
   /// The vertex names along the route src→dst, src first (for traces and tests). Throws as route().
   std::vector<std::string> route_vertices(const std::string& src, const std::string& dst) const;
@@ -171,6 +182,8 @@ class Topology {
   std::vector<std::string> peer_error_;
   std::vector<std::ptrdiff_t> h2d_route_index_;  // [gpu]: index of route(host, gpu) in routes_, -1: none
   std::vector<double> sm_read_weight_;           // [gpu]
+  std::vector<int> sm_read_resource_;            // [gpu]: solver id of its SM-read resource, -1: none
+  std::vector<Route> sm_read_routes_;            // [gpu]: sm_host_read_route, empty when h2d_route_index_ is -1
 };
 
 }  // namespace chunkflow

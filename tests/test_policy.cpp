@@ -779,8 +779,16 @@ TEST_CASE("chunkflow's own estimate counts the compute slowdown beside copies an
         const double plain_error = error(s.node).first;
         CHECK(slow_error <= plain_error + 0.015);
         CHECK(slow_error <= 0.025);
-        // "auto": its estimate within 2 % of the program without copies, so the step near it.
-        if (!R) CHECK(slow_step_s <= 1.02 * (1 + slow_error) * critical);
+        // "auto": its estimate within 2 % of the program without copies (the planner's critical
+        // path, which the R = 1 plan's estimate is), so the step near it. (Against the simulated
+        // no-offload step instead, the rule's edge fails by the estimate's own error: Wan 17 frames
+        // in 16 MiB chunks picks R = 0.7 at 93.88 ms estimated, 93.85 simulated, where R = 1 is
+        // estimated at 92.04 and no-offload simulates 91.97.)
+        if (!R) {
+          const double no_copies_s = run(s.workload, slow, policy("chunkflow", 1.0, chunk_mib)).plan.info.estimated_step_time_s;
+          CHECK(slow_step_s <= 1.02 * (1 + slow_error) * no_copies_s);
+          CHECK(no_copies_s <= critical * 1.002);  // the R = 1 estimate is the simulated program's within 0.2 %
+        }
         ++checked;
       }
   }
