@@ -390,7 +390,7 @@ Calibration fit_calibration(const std::vector<MeasurementFile>& files, const Nod
   }
   // The collective: t = α + out_bytes/β. The SM-driven proxy first: the simulator's pcie-proxy all-to-all
   // is SM-driven (per-flow cap shm_flow_bytes_per_s, like NCCL's SHM transport) and shares the link
-  // with prefetch by max-min. The copy-engine proxy's host-to-device half queues behind the prefetch
+  // with prefetch by weighted max-min and its SM-read resource (model/routes.hpp). The copy-engine proxy's host-to-device half queues behind the prefetch
   // copies on the copy engine instead, which the simulator does not model (H200, 2026-11-26,
   // layerwise FLUX 1024² on one GPU: 596.3 ms a step with the copy-engine proxy, its all-to-alls
   // 430 ms; 464.6 ms with the kernel proxy; README.md "First measurements on an H200").

@@ -17,7 +17,7 @@
 //   carry flows), duplex D (0: none):
 //     x + m_in·y ≤ A,   m_out·y ≤ B,   x + (m_in + m_out)·y ≤ D,   x ≤ min(CE, c),   y ≤ f
 //   (by symmetry every collective flow has the same rate y: each crosses one rank's D2H and another's
-//   H2D). Max-min fair rates x (copy) and y (one collective flow) by weighted progressive filling:
+//   H2D; an approximation where the class mixes weights, see WorkloadLinkModel). Max-min fair rates x (copy) and y (one collective flow) by weighted progressive filling:
 //   at level L the copy runs at L and a collective flow at w·L, w the flows' max-min weight (SM
 //   reads of staged bytes: model/routes.hpp sm_read_weight, < 1; P2P: 1), as sim/maxmin.hpp does.
 //   The all-to-all takes collective_latency_s + (bytes per flow) / y.
@@ -61,9 +61,15 @@ double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffe
 /// smallest per-flow transport cap among them). Every link direction d any of them crosses is a
 /// resource: k_d·x + m_d·y ≤ cap_d (k_d copies and m_d collective flows cross d; a link carrying
 /// flows both ways uses its under-duplex capacities), and a link with a duplex capacity D adds
-/// Σ over both directions ≤ D. Max-min fair (x, y) by progressive filling; the collective takes
-/// collective_latency_s + (bytes per flow) / y. On a symmetric node (every rank alike) this is the
-/// simulator's max-min allocation; elsewhere it prices every copy at the most loaded one's rate.
+/// Σ over both directions ≤ D; a GPU whose SMs read staged host memory adds its SM-read resource
+/// (model/routes.hpp sm_read_copy_cost: β·x + its reads' y ≤ collective_flow_bytes_per_s). Max-min
+/// fair (x, y) by weighted progressive filling (the collective class at the least weight of its
+/// flows, model/routes.hpp sm_read_weight); the collective takes collective_latency_s + (bytes per
+/// flow) / y. On a symmetric node (every rank alike) with one weight among the collective's flows
+/// this is the simulator's max-min allocation; elsewhere it prices every copy at the most loaded
+/// one's rate, and where a class mixes weights (the pcie_proxy's outbound flow has weight 1, its
+/// inbound one w) or one direction binds only part of the class it forces one rate on all of it,
+/// which differs from the simulator when a PCIe duplex capacity or the D2H direction binds.
 /// The copies' rate alone (no collective) is the same filling without the collective class: on a
 /// node whose GPUs share a PCIe switch uplink, ranks that copy at once split it.
 /// Not thread-safe: share() caches each collective kind's flows on first use (one per planner).

@@ -144,9 +144,9 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
         const double one_way = l.b == gpu ? l.a_to_b_bytes_per_s : l.b_to_a_bytes_per_s;
         const double under = l.b == gpu ? l.a_to_b_under_duplex_bytes_per_s : l.b_to_a_under_duplex_bytes_per_s;
         const double copy_alone = std::min(under > 0 ? under : one_way, node.copy_engine_bytes_per_s);
-        // Dyadic (w in 1/1024ths, β in 1/2^20ths): sums of a few stay exact, so the simulator's
-        // rank-symmetric path (one flow per orbit, uses summed as k·a) gives the full path's rates
-        // bit for bit. Rounded down: with w ≤ r and β ≤ r², an uncapped copy beside SM reads is held by
+        // Dyadic (w in 1/1024ths, β in 1/2^20ths): sums of a few stay exact, so the solver's
+        // weighted denominators are the same on the simulator's rank-symmetric path (one flow per
+        // orbit, uses summed as k·a) as on the full one (sim/symmetry.hpp: equal within 1e-9). Rounded down: with w ≤ r and β ≤ r², an uncapped copy beside SM reads is held by
         // the link direction, (β + w)·C / (1 + w) ≤ r·C = f, not by the SM resource.
         const double r = copy_alone > 0 ? node.collective_flow_bytes_per_s / copy_alone : 1.0;
         if (r < 1) {

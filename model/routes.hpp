@@ -69,8 +69,9 @@ class NodeRoutes {
   /// Max-min weight (sim/maxmin.hpp; a copy's is 1) of a flow whose bytes GPU `gpu`'s SMs read
   /// from host memory: collective_flow_bytes_per_s / what one copy reaches alone on the direction
   /// into the GPU while the reverse carries the all-to-all's other half (min of the copy engine and
-  /// the direction's under-duplex capacity, or its one-way capacity without one), at most 1, rounded to a multiple of 1/1024 (exact sums: the simulator's
-  /// symmetric path stays bit-identical); 1 when collective_flow_bytes_per_s is 0 or `gpu` is out of range.
+  /// the direction's under-duplex capacity, or its one-way capacity without one), at most 1,
+  /// rounded down to a multiple of 1/1024 (exact sums of weights for the simulator's rank-symmetric
+  /// path); 1 when collective_flow_bytes_per_s is 0 or `gpu` is out of range.
   /// On a direction both fill, such a flow and a copy then keep the same fraction of their alone
   /// rates: C / (C + collective_flow_bytes_per_s), C that copy rate. Measured on H100
   /// (traces/measured/nvidia-h100-80gb-hbm3/README.md "A copy beside the proxy all-to-all"): 0.65 of

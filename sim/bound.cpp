@@ -405,7 +405,9 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         level = std::min(level, (res == rho ? c_hi : capacity_lo(res)) / denominator(res));
       }
       g.x_hi += a * fastest;
-      guaranteed_group = std::min(guaranteed_group, a * std::min(1.0, f.weight) * level);
+      // The denominators D_r count coefficients: the argument needs every weight ≤ 1 (routes.cpp).
+      if (!(f.weight > 0 && f.weight <= 1)) throw std::logic_error("step_bound: a flow weight outside (0, 1]");
+      guaranteed_group = std::min(guaranteed_group, a * f.weight * level);
     }
     g.x_hi = std::min(g.x_hi, c_hi);
     if (!(g.bytes > 0) || !(g.x_hi > 0)) {

@@ -102,7 +102,7 @@
 //      e ≤ 1). So step_time ≥ max over η of (L + η·(CP − σ) − G(η)) / (1 + η), taken at η = 0 and
 //      G's breakpoints (between them it is linear-fractional in η, so monotone); the largest over
 //      the pairs (q, ρ). What it sees: an uncapped copy beside an all-to-all's flow gets only its
-//      max-min share (C/2) and stretches it, yet the lane must spend H somewhere; (a)–(f) let a copy
+//      max-min share (C/2 at equal weights) and stretches it, yet the lane must spend H somewhere; (a)–(f) let a copy
 //      run at full rate anywhere and a collective at its time alone at once.
 // r* is unknown: bound_step_time_s = min over r* of max(a, b, c, d, e, h) computed with r*'s anchor
 // (one candidate for a one-step plan; (h) is evaluated only for a candidate that may still give

@@ -21,7 +21,9 @@
 //  - A link direction with an under-duplex capacity runs at it while its reverse direction
 //    carries a flow (asymmetric concurrent H2D + D2H, gpu-catalogue.md §2.2).
 //  - Flows share link directions (and duplex constraints) max-min fairly (sim/maxmin.hpp), with
-//    rates recomputed at every flow start and end.
+//    rates recomputed at every flow start and end; flows a GPU's SMs read from host memory have a
+//    weight below 1 and a resource of their own that copies into that GPU load too (model/routes.hpp
+//    sm_read_weight, sm_read_copy_cost; measured on H100).
 //  - Events are ordered by (time, sequence number): identical input gives identical output.
 //  - Memory per rank: resident weights + activations, + alloc_bytes at an op's start, − free_bytes
 //    at its end; sampled at every change.

@@ -69,17 +69,16 @@ inline Run run(const Workload& w, const NodeSpec& node, const PolicyConfig& p) {
   return r;
 }
 
-/// Scales every rate of the H2D direction of a node by `factor`: the links' one-way and
-/// under-duplex capacities, the copy-engine cap and the SM-driven staged flows' rate (SM reads share
-/// a direction with copies in proportion to their alone rates, model/routes.hpp sm_read_weight: a
-/// slower link slows both, which keeps that proportion).
+/// Scales every H2D-direction capacity of a node by `factor`: the links' one-way and under-duplex
+/// capacities and the copy-engine cap. (The SM-driven staged flows' rate is left as it is: SM reads
+/// share a direction with copies in proportion to their alone rates, model/routes.hpp, so the step
+/// need not be monotone in the copy engine's rate alone.)
 inline NodeSpec with_h2d_scaled(NodeSpec n, double factor) {
   for (auto& l : n.links) {
     l.a_to_b_bytes_per_s *= factor;
     l.a_to_b_under_duplex_bytes_per_s *= factor;
   }
   n.copy_engine_bytes_per_s *= factor;
-  n.collective_flow_bytes_per_s *= factor;
   return n;
 }
 

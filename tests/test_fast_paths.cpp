@@ -68,7 +68,8 @@ SimOptions lean_options() {
 
 /// Built-in nodes plus mutations of each that change what the routes read: a slower link, a
 /// duplex coupling removed, P2P off, one pair without P2P, a stricter P2P level, NVLink links
-/// turned into PCIe ones, per-flow caps.
+/// turned into PCIe ones, per-flow caps, a slower copy engine and the last PCIe link's H2D
+/// direction under duplex at half (SM-read weights and copy costs that differ per GPU).
 std::vector<NodeSpec> nodes_and_mutations() {
   std::vector<NodeSpec> out;
   for (const std::string& id : node_ids()) {
@@ -96,6 +97,17 @@ std::vector<NodeSpec> nodes_and_mutations() {
     m = base;
     m.p2p_flow_bytes_per_s = 7e9;
     m.collective_flow_bytes_per_s = 3e9;
+    out.push_back(m);
+    m = base;
+    m.copy_engine_bytes_per_s *= 0.5;
+    out.push_back(m);
+    m = base;
+    for (auto it = m.links.rbegin(); it != m.links.rend(); ++it)
+      if (it->kind == LinkKind::pcie) {
+        it->a_to_b_under_duplex_bytes_per_s = 0.5 * (it->a_to_b_under_duplex_bytes_per_s > 0 ? it->a_to_b_under_duplex_bytes_per_s
+                                                                                              : it->a_to_b_bytes_per_s);
+        break;
+      }
     out.push_back(m);
   }
   return out;
@@ -125,7 +137,13 @@ void require_same_routes(const NodeRoutes& a, const NodeRoutes& b, int gpus) {
       CHECK(pa->level == pb->level);
       CHECK(pa->directions == pb->directions);
       CHECK(pa->flow_cap_bytes_per_s == pb->flow_cap_bytes_per_s);
+      CHECK(pa->weight == pb->weight);
+      CHECK(pa->sm_read_gpu == pb->sm_read_gpu);
     }
+  for (int g = 0; g < gpus; ++g) {
+    CHECK(a.sm_read_weight(g) == b.sm_read_weight(g));
+    CHECK(a.sm_read_copy_cost(g) == b.sm_read_copy_cost(g));
+  }
 }
 
 }  // namespace
