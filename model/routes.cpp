@@ -146,12 +146,16 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
         const double copy_alone = std::min(under > 0 ? under : one_way, node.copy_engine_bytes_per_s);
         // Dyadic (w in 1/1024ths, β in 1/2^20ths): sums of a few stay exact, so the solver's
         // weighted denominators are the same on the simulator's rank-symmetric path (one flow per
-        // orbit, uses summed as k·a) as on the full one (sim/symmetry.hpp: equal within 1e-9). Rounded down: with w ≤ r and β ≤ r², an uncapped copy beside SM reads is held by
-        // the link direction, (β + w)·C / (1 + w) ≤ r·C = f, not by the SM resource.
+        // orbit, uses summed as k·a) as on the full one (sim/symmetry.hpp: equal within 1e-9).
+        // Rounded down: with w ≤ r and β ≤ r², an uncapped copy beside SM reads is held by the link
+        // direction, (β + w)·C / (1 + w) ≤ r·C = f, not by the SM resource; and β ≤ f / (a lone
+        // copy's rate, one way), so that a copy alone never meets it either.
         const double r = copy_alone > 0 ? node.collective_flow_bytes_per_s / copy_alone : 1.0;
         if (r < 1) {
+          const double lone = std::min(one_way, node.copy_engine_bytes_per_s);
+          const double beta = std::min(r * r, lone > 0 ? node.collective_flow_bytes_per_s / lone : 1.0);
           sm_read_weight_[static_cast<std::size_t>(g)] = std::max(1.0, std::floor(1024.0 * r)) / 1024.0;
-          sm_read_copy_cost_[static_cast<std::size_t>(g)] = std::floor(1048576.0 * r * r) / 1048576.0;
+          sm_read_copy_cost_[static_cast<std::size_t>(g)] = std::floor(1048576.0 * beta) / 1048576.0;
         }
         break;
       }
@@ -222,8 +226,20 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
       peer.directions.insert(peer.directions.end(), back.begin(), back.end());
       peer.flow_cap_bytes_per_s = node.collective_flow_bytes_per_s > 0 ? node.collective_flow_bytes_per_s : inf;
       peer.weight = sm_read_weight_[static_cast<std::size_t>(b)];
-      peer.sm_read_gpu = sm_read_copy_cost_[static_cast<std::size_t>(b)] > 0 ? b : -1;
     }
+  // The SM-read resource only where SMs read staged memory: an SHM receiver, or the pcie_proxy's
+  // GPU (its inbound half). Elsewhere (NVLink, P2P) no flow reads through SMs: no resource.
+  std::vector<char> reads(static_cast<std::size_t>(G), node.collective == CollectiveBackend::pcie_proxy ? 1 : 0);
+  for (std::size_t p = 0; p < peers_.size(); ++p)
+    if (peer_error_[p].empty() && peers_[p].transport == Transport::shm && !peers_[p].directions.empty())
+      reads[p % static_cast<std::size_t>(G)] = 1;
+  for (int g = 0; g < G; ++g)
+    if (!reads[static_cast<std::size_t>(g)]) sm_read_copy_cost_[static_cast<std::size_t>(g)] = 0.0;
+  for (std::size_t p = 0; p < peers_.size(); ++p) {
+    const int b = static_cast<int>(p % static_cast<std::size_t>(G));
+    if (peer_error_[p].empty() && peers_[p].transport == Transport::shm && sm_read_copy_cost_[static_cast<std::size_t>(b)] > 0)
+      peers_[p].sm_read_gpu = b;
+  }
 }
 
 const std::vector<int>* NodeRoutes::host_path(int src, int dst) const {

@@ -82,8 +82,11 @@ class NodeRoutes {
   }
   /// The SM-read resource of GPU `gpu` (capacity collective_flow_bytes_per_s; used with coefficient
   /// 1 by the flows its SMs read from host memory): what one H2D copy into it costs there per byte,
-  /// β = r² with r the SM rate over the copy's alone rate (as for sm_read_weight; rounded down to
-  /// 1/2^20). 0 when there is no such resource (r ≥ 1 or collective_flow_bytes_per_s is 0).
+  /// β = r² with r the SM rate over the copy's alone rate (as for sm_read_weight; at most f over a
+  /// lone copy's one-way rate, so a copy alone never meets it; rounded down to 1/2^20). 0 when
+  /// there is no such resource: r ≥ 1, collective_flow_bytes_per_s is 0, or no flow's bytes are read
+  /// by this GPU's SMs (no SHM pair into it and not a pcie_proxy node). All the SM reads into one
+  /// GPU share its capacity f (one GPU's SMs; measured for one pair only, on the H100 and H200).
   /// The fluid form of a paced copy (hw/kernels.cu enqueue_paced_copy): it moves its bytes in
   /// bursts at its weighted share L = C / (1 + r), while the SM reads run at r·L, and the SM reads
   /// run alone at f = r·C between bursts; over a duty cycle c / L they average f − r²·c, i.e.

@@ -344,7 +344,7 @@ TEST_CASE("a paced copy beside an SM-read all-to-all: the calibrated link model 
   // the copy at that rate c, the model gives the all-to-all min(A − c, B, f − β·c) (model/routes.hpp
   // sm_read_copy_cost: the burst's fluid form): measured slowdowns 0.03–0.22; the model's within
   // 0.03 of each on the H100's calibration and 0.01–0.07 low on the H200's; max-min without the
-  // SM-read resource gave 0 below a 25 GB/s cap.
+  // SM-read resource gave 0 below an 18.3 GB/s cap (H100 calibration; 22.5 on the H200's).
   int checked = 0;
   for_copy_cap_kernel_points([&](const std::string& gpu, const NodeSpec& n, const json& pt) {
     if (!(double(pt.at("cap_bytes_per_s")) > 0)) return;

@@ -11,6 +11,8 @@
 
 #include "model/link_model.hpp"
 #include "model/routes.hpp"
+#include "sim/maxmin.hpp"
+#include "sim/topology.hpp"
 
 using namespace chunkflow;
 
@@ -72,4 +74,102 @@ TEST_CASE("on an NVSwitch node the all-to-all leaves the copy its whole rate", "
   const CollectiveShare s = share_with_collective(n, 3, 8, 64e6, INFINITY);
   CHECK(s.copy_bytes_per_s == Approx(n.h2d_bytes_per_s(3)));
   CHECK(share_cap_bytes_per_s(n, 3, 8, 64e6, 0.0) == Approx(n.copy_engine_bytes_per_s));
+}
+
+namespace {
+
+/// The rates one direct max-min solve on the simulator's routes (sim/topology.hpp, with its weights
+/// and SM-read resources) gives rank 0's copy (capped at `cap`; 0: none) and the slowest flow of a
+/// P = 2 all-to-all of rank 0, every executed rank copying alike.
+std::pair<double, double> direct_solve(const NodeSpec& n, double cap) {
+  MaxMinSolver solver;
+  const Topology t(n, solver);
+  std::vector<std::pair<const Topology::Route*, std::pair<double, double>>> flows;  // route, (bound, weight)
+  const bool proxy = n.collective == CollectiveBackend::pcie_proxy;
+  const int ranks = proxy ? 1 : 2;
+  const double f = n.collective_flow_bytes_per_s;
+  if (cap > 0)
+    for (int r = 0; r < ranks; ++r) flows.push_back({&t.h2d_route(r), {std::min(n.copy_engine_bytes_per_s, cap), 1.0}});
+  const std::size_t first_collective = flows.size();
+  if (proxy) {
+    flows.push_back({&t.route("gpu0", "host"), {f, 1.0}});
+    flows.push_back({&t.sm_host_read_route(0), {f, t.sm_read_weight(0)}});
+  } else {
+    for (auto [a, b] : {std::pair{0, 1}, std::pair{1, 0}}) {
+      const Topology::PeerPath& p = t.peer_path(a, b);
+      flows.push_back({&p.route, {p.flow_cap_bytes_per_s, p.weight}});
+    }
+  }
+  std::vector<int> ids, on(solver.resource_count(), 0);
+  for (const auto& [route, bw] : flows) {
+    ids.push_back(solver.add_flow(*route, bw.first, bw.second));
+    for (const auto& [res, a] : *route) ++on[std::size_t(res)];
+  }
+  t.apply_under_duplex(solver, on);
+  solver.solve();
+  double slowest = INFINITY;
+  for (std::size_t k = first_collective; k < ids.size(); ++k) slowest = std::min(slowest, solver.rate(ids[k]));
+  return {cap > 0 ? solver.rate(ids[0]) : 0.0, slowest};
+}
+
+}  // namespace
+
+TEST_CASE("the rank link model is the simulator's max-min solve on its routes: SHM and pcie-proxy, with copies",
+          "[link_model]") {
+  // model/link_model.cpp mirrors sim/topology.hpp's weights and SM-read resources by hand; a
+  // direct solve on the simulator's own routes must give its rates (copy, the all-to-all's slowest
+  // flow) on the nodes where SM reads meet copies, with the calibrated H100's under-duplex and
+  // duplex capacities too (48.2 / 50.6 GB/s, duplex their sum).
+  std::vector<NodeSpec> nodes = {node("2xh100-pcie"), node("1xh100-sxm"), node("1xh200")};
+  NodeSpec cal = node("1xh100-sxm");
+  for (LinkSpec& l : cal.links)
+    if (l.kind == LinkKind::pcie) {
+      l.a_to_b_under_duplex_bytes_per_s = 48.2e9;
+      l.b_to_a_under_duplex_bytes_per_s = 50.6e9;
+      l.duplex_bytes_per_s = 98.8e9;
+    }
+  cal.collective_flow_bytes_per_s = 29.9e9;
+  cal.copy_engine_bytes_per_s = 55.05e9;
+  nodes.push_back(cal);
+  int checked = 0;
+  for (const NodeSpec& n : nodes)
+    for (double cap : {0.0, 2e9, 5e9, 10e9, 20e9, double(INFINITY)}) {
+      INFO(n.id << (&n == &nodes.back() ? " (calibrated-like)" : "") << ", cap " << cap / 1e9 << " GB/s");
+      const CollectiveShare s = share_with_collective(n, 0, 2, 64e6, cap);
+      const auto [copy, slowest] = direct_solve(n, cap);
+      CHECK(s.copy_bytes_per_s == Approx(copy).epsilon(1e-6));
+      CHECK(s.collective_flow_bytes_per_s == Approx(slowest).epsilon(1e-6));
+      ++checked;
+    }
+  CHECK(checked == 24);
+}
+
+TEST_CASE("the SM-read resource exists only where SMs read staged memory, and never holds a copy alone",
+          "[link_model]") {
+  // NVLink (8xh100-sxm) and P2P pairs read nothing through SMs: no resource, whatever the SM rate.
+  for (const char* id : {"8xh100-sxm", "1xh200", "2xh100-pcie", "8xh100-pcie"}) {
+    const NodeSpec n = node(id);
+    const auto routes = shared_node_routes(n);
+    for (int g = 0; g < n.gpu_count; ++g) {
+      bool reads = n.collective == CollectiveBackend::pcie_proxy;
+      for (int a = 0; a < n.gpu_count; ++a)
+        if (a != g && routes->peer(a, g) && routes->peer(a, g)->transport == Transport::shm) reads = true;
+      INFO(id << " gpu" << g);
+      CHECK((routes->sm_read_copy_cost(g) > 0) == (reads && routes->sm_read_weight(g) < 1));
+    }
+  }
+  // An under-duplex H2D rate between f and the lone copy's rate: β = r² would hold a copy alone
+  // below its rate (f / r² < CE); β is clamped to f / (the lone copy's rate).
+  NodeSpec n = node("2xh100-pcie");
+  for (LinkSpec& l : n.links)
+    if (l.kind == LinkKind::pcie) l.a_to_b_under_duplex_bytes_per_s = 40e9;
+  const double lone = std::min(n.host_link(0).a_to_b_bytes_per_s, n.copy_engine_bytes_per_s);
+  const double beta = shared_node_routes(n)->sm_read_copy_cost(0);
+  REQUIRE(beta > 0);
+  CHECK(beta * lone <= n.collective_flow_bytes_per_s * (1 + 1e-12));
+  MaxMinSolver solver;
+  const Topology t(n, solver);
+  const int id = solver.add_flow(t.h2d_route(0), n.copy_engine_bytes_per_s);
+  solver.solve();
+  CHECK(solver.rate(id) == Approx(lone));
 }
