@@ -37,94 +37,6 @@ Flows collective_flows(const NodeSpec& node, int rank, int P, double buffer_byte
   return {double(use.flows_in), double(use.flows_out), buffer_bytes / P, cap, use.weight, double(use.sm_reads_in), beta};
 }
 
-/// Max-min fair (x, y) by weighted progressive filling over the three resources of the header's
-/// model: at level L the copy runs at L and each collective flow at w·L (sim/maxmin.hpp weights);
-/// the copy counts once on H2D and the duplex, the collective class m_in times on H2D, m_out times
-/// on D2H and m_in + m_out times on the duplex; with an SM-read resource E (capacity > 0), the
-/// copy β times and the collective class sm_in times on it.
-std::pair<double, double> fill(double A, double B, double D, double m_in, double m_out, double x_bound,
-                               double y_bound, double w, double E, double beta, double sm_in) {
-  double x = 0, y = 0;
-  bool x_fixed = !(x_bound > 0), y_fixed = m_in + m_out == 0;
-  if (y_fixed) y = y_bound;
-  for (int iter = 0; iter < 4 && !(x_fixed && y_fixed); ++iter) {
-    const double cx = x_fixed ? 0 : 1;
-    const double ci = y_fixed ? 0 : m_in * w, co = y_fixed ? 0 : m_out * w;
-    const double rem_A = A - (x_fixed ? x : 0) - (y_fixed ? m_in * y : 0);
-    const double rem_B = B - (y_fixed ? m_out * y : 0);
-    const double rem_D = D > 0 ? D - (x_fixed ? x : 0) - (y_fixed ? (m_in + m_out) * y : 0) : kInf;
-    const double rem_E = E > 0 ? E - (x_fixed ? beta * x : 0) - (y_fixed ? sm_in * y : 0) : kInf;
-    const double ce = E > 0 ? (x_fixed ? 0 : beta) + (y_fixed ? 0 : sm_in * w) : 0;
-    double level = kInf;
-    auto tight = [&](double rem, double coeff) {
-      if (coeff > 0) level = std::min(level, std::max(rem, 0.0) / coeff);
-    };
-    tight(rem_A, cx + ci);
-    tight(rem_B, co);
-    tight(rem_D, cx + ci + co);
-    tight(rem_E, ce);
-    if (!x_fixed) level = std::min(level, x_bound);
-    if (!y_fixed) level = std::min(level, y_bound / w);
-    const double eps = 1e-9 * std::max(1.0, level);
-    auto at = [&](double rem, double coeff) { return coeff > 0 && std::max(rem, 0.0) / coeff <= level + eps; };
-    const bool A_t = at(rem_A, cx + ci), B_t = at(rem_B, co), D_t = at(rem_D, cx + ci + co), E_t = at(rem_E, ce);
-    const bool fix_x = !x_fixed && (A_t || D_t || (E_t && beta > 0) || x_bound <= level + eps);
-    const bool fix_y = !y_fixed && ((ci > 0 && A_t) || B_t || D_t || (E_t && sm_in > 0) || y_bound / w <= level + eps);
-    if (fix_x) x = std::min(level, x_bound), x_fixed = true;
-    if (fix_y) y = std::min(w * level, y_bound), y_fixed = true;
-    if (!fix_x && !fix_y) break;
-  }
-  return {x, y};
-}
-
-/// share_with_collective for the collective flows `f` of rank `rank` (computed once by the caller:
-/// they need the node's routes, which cost far more than the filling).
-CollectiveShare share_given_flows(const NodeSpec& node, int rank, const Flows& f, double copy_cap_bytes_per_s) {
-  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
-  const LinkSpec& link = node.host_link(rank);
-  const double x_bound = std::min(node.copy_engine_bytes_per_s, copy_cap_bytes_per_s);
-  // Both directions busy: the link's under-duplex capacities replace its one-way ones (the
-  // simulator applies them the same way, sim/topology.hpp).
-  const bool both = f.m_out > 0 && (f.m_in > 0 || x_bound > 0);
-  const bool under = both && link.a_to_b_under_duplex_bytes_per_s > 0;
-  const double A = under ? link.a_to_b_under_duplex_bytes_per_s : link.a_to_b_bytes_per_s;
-  const double B = under ? link.b_to_a_under_duplex_bytes_per_s : link.b_to_a_bytes_per_s;
-  const auto [x, y] = fill(A, B, link.duplex_bytes_per_s, f.m_in, f.m_out, x_bound, f.flow_cap, f.weight,
-                           f.beta > 0 ? node.collective_flow_bytes_per_s : 0.0, f.beta, f.sm_in);
-  CollectiveShare s;
-  s.copy_bytes_per_s = x;
-  s.collective_flow_bytes_per_s = y;
-  s.collective_time_s = node.collective_latency_s + (y > 0 ? f.bytes_per_flow / y : kInf);
-  return s;
-}
-
-}  // namespace
-
-CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, double buffer_bytes,
-                                      double copy_cap_bytes_per_s) {
-  if (P < 2) throw std::invalid_argument("share_with_collective: Ulysses degree must be ≥ 2, got " + std::to_string(P));
-  if (!(buffer_bytes > 0)) throw std::invalid_argument("share_with_collective: buffer must be > 0 bytes");
-  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
-  return share_given_flows(node, rank, collective_flows(node, rank, P, buffer_bytes), copy_cap_bytes_per_s);
-}
-
-double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffer_bytes, double tolerance) {
-  const double alone = share_with_collective(node, rank, P, buffer_bytes, 0.0).collective_time_s;  // checks inputs
-  const Flows f = collective_flows(node, rank, P, buffer_bytes);  // once: the bisection only varies the cap
-  const double limit = alone * (1.0 + std::max(tolerance, 0.0));
-  double lo = 0, hi = node.copy_engine_bytes_per_s;
-  if (share_given_flows(node, rank, f, hi).collective_time_s <= limit) return hi;
-  for (int i = 0; i < 60; ++i) {  // bisection: the collective's time is non-decreasing in the cap
-    const double mid = 0.5 * (lo + hi);
-    (share_given_flows(node, rank, f, mid).collective_time_s <= limit ? lo : hi) = mid;
-  }
-  return lo;
-}
-
-namespace {
-
-// ---- WorkloadLinkModel ----------------------------------------------------------------------
-
 /// One max-min resource of the two-class model: cx·x + cy·y ≤ cap.
 struct TwoClassResource {
   double cx = 0, cy = 0, cap = 0;
@@ -169,7 +81,62 @@ std::pair<double, double> fill_two_classes(const std::vector<TwoClassResource>& 
   return {x, y};
 }
 
+
+/// share_with_collective for the collective flows `f` of rank `rank` (computed once by the caller:
+/// they need the node's routes, which cost far more than the filling).
+CollectiveShare share_given_flows(const NodeSpec& node, int rank, const Flows& f, double copy_cap_bytes_per_s) {
+  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
+  const LinkSpec& link = node.host_link(rank);
+  const double x_bound = std::min(node.copy_engine_bytes_per_s, copy_cap_bytes_per_s);
+  // Both directions busy: the link's under-duplex capacities replace its one-way ones (the
+  // simulator applies them the same way, sim/topology.hpp).
+  const bool both = f.m_out > 0 && (f.m_in > 0 || x_bound > 0);
+  const bool under = both && link.a_to_b_under_duplex_bytes_per_s > 0;
+  const double A = under ? link.a_to_b_under_duplex_bytes_per_s : link.a_to_b_bytes_per_s;
+  const double B = under ? link.b_to_a_under_duplex_bytes_per_s : link.b_to_a_bytes_per_s;
+  // The header's resources: H2D (x + m_in·y ≤ A), D2H (m_out·y ≤ B), the duplex (x + (m_in + m_out)·y
+  // ≤ D) and the SM-read resource (β·x + sm_in·y ≤ f), each only where it has a capacity and a user.
+  std::vector<TwoClassResource> res;
+  auto add = [&res](double cx, double cy, double cap) {
+    if (cap > 0 && cx + cy > 0) res.push_back({cx, cy, cap});
+  };
+  const double cx = x_bound > 0 ? 1.0 : 0.0;
+  add(cx, f.m_in, A);
+  add(0.0, f.m_out, B);
+  add(cx, f.m_in + f.m_out, link.duplex_bytes_per_s);
+  if (f.beta > 0) add(cx * f.beta, f.sm_in, node.collective_flow_bytes_per_s);
+  const auto [x, y] = fill_two_classes(res, x_bound, f.flow_cap, f.weight);
+  CollectiveShare s;
+  s.copy_bytes_per_s = x;
+  s.collective_flow_bytes_per_s = y;
+  s.collective_time_s = node.collective_latency_s + (y > 0 ? f.bytes_per_flow / y : kInf);
+  return s;
+}
+
 }  // namespace
+
+CollectiveShare share_with_collective(const NodeSpec& node, int rank, int P, double buffer_bytes,
+                                      double copy_cap_bytes_per_s) {
+  if (P < 2) throw std::invalid_argument("share_with_collective: Ulysses degree must be ≥ 2, got " + std::to_string(P));
+  if (!(buffer_bytes > 0)) throw std::invalid_argument("share_with_collective: buffer must be > 0 bytes");
+  if (!(copy_cap_bytes_per_s >= 0)) throw std::invalid_argument("share_with_collective: copy cap must be ≥ 0");
+  return share_given_flows(node, rank, collective_flows(node, rank, P, buffer_bytes), copy_cap_bytes_per_s);
+}
+
+double share_cap_bytes_per_s(const NodeSpec& node, int rank, int P, double buffer_bytes, double tolerance) {
+  const double alone = share_with_collective(node, rank, P, buffer_bytes, 0.0).collective_time_s;  // checks inputs
+  const Flows f = collective_flows(node, rank, P, buffer_bytes);  // once: the bisection only varies the cap
+  const double limit = alone * (1.0 + std::max(tolerance, 0.0));
+  double lo = 0, hi = node.copy_engine_bytes_per_s;
+  if (share_given_flows(node, rank, f, hi).collective_time_s <= limit) return hi;
+  for (int i = 0; i < 60; ++i) {  // bisection: the collective's time is non-decreasing in the cap
+    const double mid = 0.5 * (lo + hi);
+    (share_given_flows(node, rank, f, mid).collective_time_s <= limit ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// ---- WorkloadLinkModel ----------------------------------------------------------------------
 
 /// Per link direction: how many copies cross it; per collective kind: how many of its flows.
 struct WorkloadLinkModel::Resources {

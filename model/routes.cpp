@@ -230,16 +230,14 @@ NodeRoutes::NodeRoutes(const NodeSpec& node) : gpu_count_(node.gpu_count) {
   // The SM-read resource only where SMs read staged memory: an SHM receiver, or the pcie_proxy's
   // GPU (its inbound half). Elsewhere (NVLink, P2P) no flow reads through SMs: no resource.
   std::vector<char> reads(static_cast<std::size_t>(G), node.collective == CollectiveBackend::pcie_proxy ? 1 : 0);
-  for (std::size_t p = 0; p < peers_.size(); ++p)
-    if (peer_error_[p].empty() && peers_[p].transport == Transport::shm && !peers_[p].directions.empty())
-      reads[p % static_cast<std::size_t>(G)] = 1;
+  for (std::size_t p = 0; p < peers_.size(); ++p) {
+    const std::size_t b = p % static_cast<std::size_t>(G);  // peers_[a·G + b]; a == b stays empty
+    if (!peer_error_[p].empty() || peers_[p].transport != Transport::shm || peers_[p].directions.empty()) continue;
+    reads[b] = 1;
+    if (sm_read_copy_cost_[b] > 0) peers_[p].sm_read_gpu = static_cast<int>(b);
+  }
   for (int g = 0; g < G; ++g)
     if (!reads[static_cast<std::size_t>(g)]) sm_read_copy_cost_[static_cast<std::size_t>(g)] = 0.0;
-  for (std::size_t p = 0; p < peers_.size(); ++p) {
-    const int b = static_cast<int>(p % static_cast<std::size_t>(G));
-    if (peer_error_[p].empty() && peers_[p].transport == Transport::shm && sm_read_copy_cost_[static_cast<std::size_t>(b)] > 0)
-      peers_[p].sm_read_gpu = b;
-  }
 }
 
 const std::vector<int>* NodeRoutes::host_path(int src, int dst) const {
