@@ -104,6 +104,12 @@ void fill_schedule_info(const Workload& w, const NodeSpec& node, int steps, cons
   if (np > 0 && info.slot_count < 1) throw std::logic_error("build_plan: copies without slots");
 }
 
+namespace {
+thread_local bool plan_builder_exhaustive = false;  // set_plan_builder_exhaustive
+}  // namespace
+
+void set_plan_builder_exhaustive(bool on) { plan_builder_exhaustive = on; }
+
 StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
                                   PlanInfo info) {
   StepPlan plan;
@@ -147,7 +153,12 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
   }
   std::vector<int> group_of_collective;  // program position of rank 0 → group id
   int next_group = 0;
-  for (int rank = 0; rank < ranks; ++rank) {
+  // Every rank runs the same program and copy lane: the loop body reads `rank` only for op.rank,
+  // and the ids it makes are rank 0's plus rank·K (K ops per rank; plan.add is a function of the
+  // op and its id alone). So rank 0 is built and the others are its ops shifted (below), op for
+  // op the plan the loop over every rank builds (set_plan_builder_exhaustive; tests/test_fast_paths.cpp).
+  const int built_ranks = plan_builder_exhaustive ? ranks : std::min(ranks, 1);
+  for (int rank = 0; rank < built_ranks; ++rank) {
     std::vector<int> program_op(std::size_t(steps) * n, -1);
     std::vector<int> piece_op(np, -1);
     std::vector<double> free_at(std::size_t(steps) * n, 0.0);  // bytes freed by each program op
@@ -307,6 +318,20 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
       }
     }
     if (next_piece != np) throw std::logic_error("build_plan: copies left unissued");
+  }
+  if (built_ranks < ranks) {
+    const std::size_t per_rank = plan.ops.size();
+    for (int rank = 1; rank < ranks; ++rank) {
+      const int shift = rank * int(per_rank);
+      for (std::size_t i = 0; i < per_rank; ++i) {
+        PlanOp op = plan.ops[i];
+        op.id += shift;
+        op.rank = rank;
+        for (int& d : op.deps) d += shift;
+        for (int& d : op.data_deps) d += shift;
+        plan.ops.push_back(std::move(op));
+      }
+    }
   }
   plan.info = std::move(info);
   return plan;

@@ -89,4 +89,10 @@ void fill_schedule_info(const Workload& w, const NodeSpec& node, int steps, cons
 StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
                                   PlanInfo info);
 
+/// Set (for tests), this thread's build_plan_from_schedule runs its per-rank loop for every rank;
+/// unset (the default), it builds rank 0's ops and gives every other rank a copy of them with the
+/// rank set and ids and dependencies shifted by rank × (ops per rank): the same plan, op for op
+/// (the loop reads the rank for op.rank alone; tests/test_fast_paths.cpp compares the two).
+void set_plan_builder_exhaustive(bool on);
+
 }  // namespace chunkflow

@@ -23,7 +23,9 @@
 //    every list sorted (set_summarize_exhaustive), on simulated, reversed and rank-renumbered rows;
 //  - sim/symmetry.hpp rank symmetry (set_simulate_symmetric): one representative rank per orbit =
 //    every rank simulated, within 1e-9 relative (the orbit flows' summed uses round differently),
-//    events exactly; the ranks of one orbit have equal times in the full simulation.
+//    events exactly; the ranks of one orbit have equal times in the full simulation;
+//  - runtime/plan_builder.hpp's rank copies (rank 0 built, every other rank its ops shifted) = the
+//    plan built rank by rank (set_plan_builder_exhaustive), op for op, every field.
 #include <omp.h>
 
 #include <algorithm>
@@ -915,4 +917,87 @@ TEST_CASE("detect_rank_symmetry refuses a plan one of whose ranks differs from r
     edit(edited);
     CHECK_FALSE(detected(edited));
   }
+}
+
+namespace {
+
+/// Two plans op for op, every field the executors and reports read.
+void check_same_plan(const StepPlan& a, const StepPlan& b) {
+  REQUIRE(a.ops.size() == b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    const PlanOp &x = a.ops[i], &y = b.ops[i];
+    INFO("op " << i << " " << x.name);
+    CHECK(x.id == y.id);
+    CHECK(x.name == y.name);
+    CHECK(x.kind == y.kind);
+    CHECK(x.lane == y.lane);
+    CHECK(x.rank == y.rank);
+    CHECK(x.step == y.step);
+    CHECK(x.block == y.block);
+    CHECK(x.stage == y.stage);
+    CHECK(x.chunk == y.chunk);
+    CHECK(x.slot == y.slot);
+    CHECK(x.flop == y.flop);
+    CHECK(x.bytes == y.bytes);
+    CHECK(x.src_offset_bytes == y.src_offset_bytes);
+    CHECK(x.collective_group == y.collective_group);
+    CHECK(x.alloc_bytes == y.alloc_bytes);
+    CHECK(x.free_bytes == y.free_bytes);
+    CHECK(x.rate_cap_bytes_per_s == y.rate_cap_bytes_per_s);
+    CHECK(std::equal(x.deps.begin(), x.deps.end(), y.deps.begin(), y.deps.end()));
+    CHECK(std::equal(x.data_deps.begin(), x.data_deps.end(), y.data_deps.begin(), y.data_deps.end()));
+  }
+  CHECK(a.info.ranks == b.info.ranks);
+  CHECK(a.info.slot_count == b.info.slot_count);
+  CHECK(a.info.resident_weight_bytes == b.info.resident_weight_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("the plan builder's rank copies (rank 0 built, the other ranks shifted) equal the plan built rank by "
+          "rank (random configurations of the large grid, every node with ring, TP, FSDP, parallel CFG)",
+          "[fast][builder]") {
+  int compared = 0, multi_rank = 0;
+  auto compare = [&](const Workload& w, const NodeSpec& n, const PolicyConfig& p) {
+    StepPlan fast;
+    try {
+      fast = build_plan(w, n, p);
+    } catch (const InputError&) {
+      return;  // left out: the budget holds no plan
+    }
+    set_plan_builder_exhaustive(true);
+    const StepPlan full = build_plan(w, n, p);
+    set_plan_builder_exhaustive(false);
+    check_same_plan(full, fast);
+    CHECK_NOTHROW(validate(fast));
+    ++compared;
+    if (fast.info.ranks > 1) ++multi_rank;
+  };
+  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
+  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 60, 20261126)) {
+    const GridWorkload& gw = g.workloads[c.workload];
+    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
+    compare(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]);
+  }
+  for (const std::string& id : node_ids()) {
+    const NodeSpec n = node(id);
+    for (int layout = 0; layout < 5; ++layout) {
+      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
+      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
+      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
+      if (layout == 2) w.fsdp = true;
+      if (layout == 3) w.cfg = CfgMode::parallel;
+      if (layout == 4) w.ulysses_degree = n.gpu_count;
+      if (gpus_used(w) > n.gpu_count) continue;
+      for (const char* name : {"no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"}) {
+        INFO(id << ", " << layout_text(w) << ", " << name);
+        PolicyConfig p = test::policy(name);
+        p.chunk_bytes = 32 * kMiB;
+        p.resident_fraction = 0.25;
+        compare(w, n, p);
+      }
+    }
+  }
+  CHECK(compared >= 80);
+  CHECK(multi_rank >= 40);
 }
