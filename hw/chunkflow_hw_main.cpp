@@ -35,6 +35,7 @@ struct Common {
   ScenarioOptions scenario;
   std::string collective = "kernel";
   std::string launch = "graph";
+  std::string waits = "latest";  ///< --waits: hw/lowering.hpp CrossLaneWaits
   double deadline_s = 300;
   uint64_t seed = 1;
   std::string output;  ///< summary JSON file
@@ -57,6 +58,14 @@ ExecutorOptions executor_options(const Common& o) {
   if (!(o.deadline_s > 0)) throw InputError("", "--deadline-s", "expected a number of seconds > 0");
   eo.run_deadline_s = o.deadline_s;
   return eo;
+}
+
+LoweringOptions lowering_options(const Common& o) {
+  LoweringOptions lo;
+  if (o.waits == "latest") lo.waits = CrossLaneWaits::latest_per_lane;
+  else if (o.waits == "every") lo.waits = CrossLaneWaits::every_dep;
+  else throw InputError("", "--waits", "expected latest or every, got \"" + o.waits + "\"");
+  return lo;
 }
 
 std::string hex64(uint64_t x) {
@@ -124,13 +133,14 @@ int cmd_run(const Common& o, const std::string& trace, int warmup, int repeat, i
   const Scenario sc = hw_scenario(o.scenario);
   const StepPlan plan = build_plan(sc.workload, sc.node, sc.policy);
   validate(plan);  // before execution, as the simulator does
-  const Program program = lower(plan, sc.node);
+  const Program program = lower(plan, sc.node, lowering_options(o));
   require_devices(program.ranks);
   Context ctx = full_context(argc, argv, program.ranks, &sc);
   Executor ex(program, eo);
   ctx["collective_backend"] = ex.collective_backend();
   ctx["seed"] = std::to_string(o.seed);
   ctx["launch"] = o.launch;
+  ctx["cross_lane_waits"] = o.waits;
   // Hardware work queues per device (CUDA's default 8): streams beyond them share queues, and so
   // can order work the program does not (README "First measurements on an H100").
   const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -235,8 +245,8 @@ int cmd_check(const Common& o, int repeat, int argc, const char* const* argv) {
   const StepPlan base_plan = build_plan(base.workload, base.node, base.policy);
   validate(plan);
   validate(base_plan);
-  const Program program = lower(plan, sc.node);
-  const Program base_program = lower(base_plan, base.node);
+  const Program program = lower(plan, sc.node, lowering_options(o));
+  const Program base_program = lower(base_plan, base.node, lowering_options(o));
   require_devices(program.ranks);
   Context ctx = full_context(argc, argv, program.ranks, &sc);
   std::vector<std::vector<uint8_t>> reference;
@@ -268,6 +278,7 @@ int cmd_check(const Common& o, int repeat, int argc, const char* const* argv) {
   const bool ok = wrong_total == 0;
   ctx["collective_backend"] = backend;
   ctx["seed"] = std::to_string(o.seed);
+  ctx["cross_lane_waits"] = o.waits;
   ojson j;
   j["context"] = context_json(ctx);
   j["scenario"] = scenario_json(sc);
@@ -395,6 +406,9 @@ int main(int argc, char** argv) {
   run->add_option("--collective", run_o.collective, "pcie-proxy mode on one GPU: kernel | copy-engine")->capture_default_str();
   run->add_option("--seed", run_o.seed, "Seed of weights and hidden state")->capture_default_str();
   run->add_option("--launch", run_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch)")->capture_default_str();
+  run->add_option("--waits", run_o.waits,
+                 "Cross-stream event waits per op: latest (one per other stream, on its dep enqueued last) | every (one per dep)")
+      ->capture_default_str();
   run->add_option("--deadline-s", run_o.deadline_s, "Abort a run (exit 4) not finished after this many seconds")->capture_default_str();
 
   auto* check = app.add_subcommand("check", "Compare the final activation with the no-offload run, bit for bit");
@@ -405,6 +419,9 @@ int main(int argc, char** argv) {
   check->add_option("--collective", check_o.collective, "pcie-proxy mode: kernel | copy-engine")->capture_default_str();
   check->add_option("--seed", check_o.seed, "Seed of weights and hidden state")->capture_default_str();
   check->add_option("--launch", check_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch)")->capture_default_str();
+  check->add_option("--waits", check_o.waits,
+                 "Cross-stream event waits per op: latest (one per other stream, on its dep enqueued last) | every (one per dep)")
+      ->capture_default_str();
   check->add_option("--deadline-s", check_o.deadline_s, "Abort a run (exit 4) not finished after this many seconds")->capture_default_str();
 
   ScenarioOptions bench_so;

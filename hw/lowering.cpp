@@ -116,7 +116,7 @@ std::string check_buffer_order(const StepPlan& plan, const Ancestors& anc, const
   return "";
 }
 
-Program lower(const StepPlan& plan, const NodeSpec& node) {
+Program lower(const StepPlan& plan, const NodeSpec& node, const LoweringOptions& options) {
   const Workload& w = plan.workload;
   if (w.dtype_bytes != 2)
     throw InputError("", "/workload/dtype_bytes",
@@ -425,10 +425,15 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
   }
 
   // ---- Stream and event mapping ----------------------------------------------------------------
+  // Each lane of a rank is one stream fed in p.order, so on a lane the dep latest in p.order ends
+  // after every earlier one: with latest_per_lane one wait per other lane orders the same.
+  std::vector<int> position(n_ops);
+  for (size_t i = 0; i < p.order.size(); ++i) position[size_t(p.order[i])] = int(i);
   for (auto& o : p.ops) {
     const auto& op = plan.ops[size_t(o.id)];
     std::vector<int> all(op.deps.begin(), op.deps.end());
     all.insert(all.end(), op.data_deps.begin(), op.data_deps.end());
+    std::map<Lane, int> latest;  // other lane → its dep latest in p.order
     for (int d : all) {
       if (d < 0 || size_t(d) >= n_ops) throw std::logic_error("op " + op.name + ": dependency outside the plan");
       const auto& dep = p.ops[size_t(d)];
@@ -439,8 +444,14 @@ Program lower(const StepPlan& plan, const NodeSpec& node) {
                                "): cross-rank dependencies are supported only between collectives");
       }
       if (dep.lane == o.lane) continue;
-      if (std::find(o.waits.begin(), o.waits.end(), d) == o.waits.end()) o.waits.push_back(d);
+      if (options.waits == CrossLaneWaits::every_dep) {
+        if (std::find(o.waits.begin(), o.waits.end(), d) == o.waits.end()) o.waits.push_back(d);
+        continue;
+      }
+      auto [it, fresh] = latest.try_emplace(dep.lane, d);
+      if (!fresh && position[size_t(d)] > position[size_t(it->second)]) it->second = d;
     }
+    for (const auto& [lane, d] : latest) o.waits.push_back(d);
     std::sort(o.waits.begin(), o.waits.end());
   }
 

@@ -13,15 +13,36 @@
 
 namespace chunkflow::hw {
 
+/// How lower() turns an op's deps on other lanes of its rank into event waits (OpProgram::waits).
+enum class CrossLaneWaits {
+  /// One wait per other lane: on the dep enqueued last on that lane. A lane is one stream and runs
+  /// its ops in enqueue order (Program::order), so that op's end implies the end of every earlier
+  /// dep on the lane; the waits order exactly what every_dep orders, with fewer edges. The default
+  /// since 2026-11-26: in graph-launched H100 runs, compute ops with two or more waits on the H2D
+  /// stream that became ready while a copy ran waited for it (56 of 61), ops with one wait or none
+  /// did not (1 of 2,554 waited, not for a copy); hw/README.md "Compute waiting on copies it does
+  /// not read".
+  latest_per_lane,
+  /// One wait per cross-lane dep (the lowering before 2026-11-26; `chunkflow-hw run --waits every`).
+  every_dep,
+};
+
+/// Options of lower().
+struct LoweringOptions {
+  CrossLaneWaits waits = CrossLaneWaits::latest_per_lane;
+};
+
 /// Lowers `plan` (built by build_plan for `node`) to the executor's program.
 ///
-/// Stream mapping: lanes are streams; each data dep on another lane of the same rank becomes one
-/// event wait (OpProgram::waits); same-lane deps become none. Cross-rank deps are allowed only
-/// between collective ops (NCCL orders them). Weight placement and the dataflow are described in
-/// hw/program.hpp and hw/README.md. Collectives: each op gets its kind's NCCL call, group and bytes
-/// (hw/collective_calls.hpp nccl_call with S = the op's bytes) and the index of its group in
-/// Program::comm_groups; FSDP all-gathers get the shard's pieces and a gathered-block buffer,
-/// which the block's linears read.
+/// Stream mapping: lanes are streams, ops are enqueued in Program::order (topological over all
+/// deps, ties by id); an op's deps on other lanes of the same rank become event waits
+/// (OpProgram::waits) as `options.waits` says; same-lane deps become none (stream order). Either
+/// way every dep ends before the op starts (stream order plus the waits). Cross-rank deps are
+/// allowed only between collective ops (NCCL orders them). Weight placement and the dataflow are
+/// described in hw/program.hpp and hw/README.md. Collectives: each op gets its kind's NCCL call,
+/// group and bytes (hw/collective_calls.hpp nccl_call with S = the op's bytes) and the index of
+/// its group in Program::comm_groups; FSDP all-gathers get the shard's pieces and a
+/// gathered-block buffer, which the block's linears read.
 ///
 /// Throws InputError for what the harness cannot run (dtype other than bf16), and
 /// std::logic_error naming the op for plans it cannot execute safely: an H2D chunk outside its
@@ -31,7 +52,7 @@ namespace chunkflow::hw {
 /// plan's group order (NCCL could deadlock), a cross-rank dep between non-collective ops, a
 /// dependency cycle, or a buffer reuse across streams (chunk slot, collective send/receive or
 /// gathered-block buffer) that the deps do not order.
-Program lower(const StepPlan& plan, const NodeSpec& node);
+Program lower(const StepPlan& plan, const NodeSpec& node, const LoweringOptions& options = {});
 
 /// Transitive predecessors of every op over all deps: bit j of row i is set when op i (transitively)
 /// depends on op j. Rows are ops.size() bits rounded up to 64. Throws std::logic_error on a cycle.

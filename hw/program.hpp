@@ -125,7 +125,9 @@ struct OpProgram {
   };
   std::vector<Pack> packs;
   /// Ops on other lanes of the same rank this op waits on: one cudaStreamWaitEvent on each one's
-  /// end event. Same-lane deps need none (stream order).
+  /// end event, sorted by id. By default one per other lane, the dep enqueued last there (which
+  /// implies the earlier ones); every cross-lane dep with CrossLaneWaits::every_dep
+  /// (hw/lowering.hpp). Same-lane deps need none (stream order).
   std::vector<int> waits;
   std::vector<int> data_deps;  ///< the plan's data deps (timeline rows)
   double bytes = 0;            ///< the plan's bytes and flop, copied to the timeline

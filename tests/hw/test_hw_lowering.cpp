@@ -2,6 +2,7 @@
 // (hw/lowering.hpp). CPU only.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -87,14 +88,49 @@ bool reaches(const StepPlan& plan, int op, int before) {
   return false;
 }
 
+/// What the executor guarantees, modelled: each lane of a rank is one stream fed in Program::order
+/// (an op starts after the op before it on its stream ended) and an op starts after every op it
+/// waits on ended. Returns the (op, dep) pairs of the plan's same-rank deps (cross-rank ones are
+/// between collectives, which NCCL orders) that this does not end before the op starts; `checked`
+/// counts the pairs looked at.
+std::vector<std::pair<int, int>> unordered_deps(const StepPlan& plan, const Program& p, size_t& checked) {
+  const size_t n = p.ops.size();
+  std::vector<std::vector<bool>> ended(n, std::vector<bool>(n, false));  // [i][k]: k ended before i starts
+  auto after = [&](size_t i, int d) {
+    ended[i][size_t(d)] = true;
+    for (size_t k = 0; k < n; ++k)
+      if (ended[size_t(d)][k]) ended[i][k] = true;
+  };
+  std::map<std::pair<int, Lane>, int> last_on_stream;
+  for (int id : p.order) {
+    const auto& op = p.ops[size_t(id)];
+    const std::pair<int, Lane> stream{op.rank, op.lane};
+    if (auto it = last_on_stream.find(stream); it != last_on_stream.end()) after(size_t(id), it->second);
+    for (int w : op.waits) after(size_t(id), w);
+    last_on_stream[stream] = id;
+  }
+  std::vector<std::pair<int, int>> missing;
+  checked = 0;
+  for (const auto& op : plan.ops)
+    for (int d : op.deps) {
+      if (plan.ops[size_t(d)].rank != op.rank) continue;
+      ++checked;
+      if (!ended[size_t(op.id)][size_t(d)]) missing.emplace_back(op.id, d);
+    }
+  return missing;
+}
+
 }  // namespace
 
-TEST_CASE("every data dep across lanes becomes exactly one event wait, same-lane deps none", "[hw][lowering]") {
+TEST_CASE("every_dep waits: every data dep across lanes becomes exactly one event wait, same-lane deps none",
+          "[hw][lowering]") {
+  LoweringOptions every;
+  every.waits = CrossLaneWaits::every_dep;
   for (const auto& c : cases()) {
     INFO(label(c));
     const StepPlan plan = make_plan(c);
     const NodeSpec n = node(c.node);
-    const Program p = lower(plan, n);
+    const Program p = lower(plan, n, every);
     REQUIRE(p.ops.size() == plan.ops.size());
     size_t waits = 0;
     for (const auto& op : plan.ops) {
@@ -109,6 +145,71 @@ TEST_CASE("every data dep across lanes becomes exactly one event wait, same-lane
       waits += got.size();
     }
     if (c.policy != "no-offload" || c.ulysses > 1) CHECK(waits > 0);
+  }
+}
+
+TEST_CASE("default waits: one per other lane of the rank, on the cross-lane dep enqueued last there",
+          "[hw][lowering]") {
+  LoweringOptions every;
+  every.waits = CrossLaneWaits::every_dep;
+  for (const auto& c : cases()) {
+    INFO(label(c));
+    const StepPlan plan = make_plan(c);
+    const NodeSpec n = node(c.node);
+    const Program p = lower(plan, n);
+    const Program q = lower(plan, n, every);
+    std::vector<int> pos(plan.ops.size(), -1);
+    for (size_t i = 0; i < p.order.size(); ++i) pos[size_t(p.order[i])] = int(i);
+    size_t fewer = 0;
+    for (const auto& op : plan.ops) {
+      INFO("op " << op.name);
+      // The plan's deps on other lanes of this rank, latest (in enqueue order) per lane.
+      std::map<Lane, int> latest;
+      for (int d : op.deps) {
+        const auto& dep = plan.ops[size_t(d)];
+        if (dep.rank != op.rank || dep.lane == op.lane) continue;
+        auto [it, fresh] = latest.try_emplace(dep.lane, d);
+        if (!fresh && pos[size_t(d)] > pos[size_t(it->second)]) it->second = d;
+      }
+      std::vector<int> expected;
+      for (const auto& [lane, d] : latest) expected.push_back(d);
+      std::sort(expected.begin(), expected.end());
+      const auto& got = p.ops[size_t(op.id)].waits;
+      CHECK(got == expected);
+      // The same work as before, only fewer edges: every wait is one --waits every has.
+      const auto& all = q.ops[size_t(op.id)].waits;
+      for (int d : got) CHECK(std::find(all.begin(), all.end(), d) != all.end());
+      fewer += all.size() - got.size();
+    }
+    // Chunked plans have compute ops reading several chunks of one block (two H2D waits before).
+    if (c.policy == "chunkflow") CHECK(fewer > 0);
+    // Nothing else of the program changes.
+    CHECK(p.order == q.order);
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      CHECK(p.ops[i].linear.pieces.size() == q.ops[i].linear.pieces.size());
+      CHECK(p.ops[i].packs == q.ops[i].packs);
+    }
+  }
+}
+
+TEST_CASE("both wait modes: stream order plus the waits end every dep of an op before it starts",
+          "[hw][lowering]") {
+  for (const CrossLaneWaits mode : {CrossLaneWaits::latest_per_lane, CrossLaneWaits::every_dep}) {
+    LoweringOptions o;
+    o.waits = mode;
+    for (const auto& c : cases()) {
+      INFO(label(c) << (mode == CrossLaneWaits::every_dep ? " --waits every" : " --waits latest"));
+      const StepPlan plan = make_plan(c);
+      Program p = lower(plan, node(c.node), o);
+      size_t checked = 0;
+      CHECK(unordered_deps(plan, p, checked).empty());
+      CHECK(checked > 0);
+      // The model sees missing waits: without any, cross-lane deps are left unordered.
+      if (mode == CrossLaneWaits::latest_per_lane && (c.policy != "no-offload" || c.ulysses > 1)) {
+        for (auto& op : p.ops) op.waits.clear();
+        CHECK_FALSE(unordered_deps(plan, p, checked).empty());
+      }
+    }
   }
 }
 
