@@ -170,9 +170,9 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   std::map<int, std::vector<int>> group_members;
   for (const PlanOp& op : plan.ops)
     if (op.step == s && op.kind == OpKind::collective) group_members[op.collective_group].push_back(op.id);
-  std::map<int, std::vector<FlowSpec>> group_flows;
+  std::map<int, const std::vector<FlowSpec>*> group_flows;  // into flow_cache (stable references)
   for (const auto& [g, members] : group_members)
-    group_flows[g] = flow_cache.flows(plan.ops[members.front()]);
+    group_flows[g] = &flow_cache.flows(plan.ops[members.front()]);
 
   // Per rank r (r* below), independent of the anchor: its last compute op of step s, its H2D bytes
   // less its carry (the old volume form of (b)) and its copy lane (c).
@@ -288,7 +288,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       for (auto [res, coeff] : *h2d_route[q]) rank_entries[std::size_t(res)].push_back({q, coeff});
   std::vector<const std::vector<FlowSpec>*> flows_of_group;
   for (const auto& [g, members] : group_members) {
-    const std::vector<FlowSpec>& flows = group_flows[g];
+    const std::vector<FlowSpec>& flows = *group_flows[g];
     for (const FlowSpec& f : flows)
       for (auto [res, coeff] : *f.route) group_entries[std::size_t(res)].push_back({flows_of_group.size(), coeff, f.bytes});
     flows_of_group.push_back(&flows);
@@ -479,7 +479,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       double h0_s = 0, alone_s_sum = 0;
       u.assign(cl.size(), 0.0), p.assign(cl.size(), 1.0);
       for (int g : chain_groups) {
-        const GroupOnPair& gp = group_on(pair, plan.ops[std::size_t(group_members.at(g).front())], group_flows.at(g));
+        const GroupOnPair& gp = group_on(pair, plan.ops[std::size_t(group_members.at(g).front())], *group_flows.at(g));
         if (!(gp.bytes > 0)) continue;
         h0_s += gp.bytes / gp.x_hi, alone_s_sum += gp.alone_flows_s;
         for (std::size_t k = 0; k < cl.size(); ++k) u[k] = std::max(u[k], gp.u[k]), p[k] = std::min(p[k], gp.p[k]);
