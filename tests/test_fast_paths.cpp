@@ -588,44 +588,52 @@ TEST_CASE("the collective flow cache gives every collective op collective_flows'
 
 namespace {
 
-/// Calls compare(plan, node) on the plans of `count` random configurations of the large grid
-/// (`seed`; a configuration whose memory budget holds no plan is skipped) and, on every built-in
-/// node with the GPUs for it, on FLUX 512² with ring attention 2, TP 2, FSDP and parallel CFG,
-/// planned by each of `policies` at 32 MiB chunks and a resident fraction of 0.25: the sample the
-/// exactness tests of simulate's shortcuts run on.
-template <class Compare>
-void for_sample_plans(int count, unsigned seed, std::initializer_list<const char*> policies, Compare&& compare) {
+/// Calls visit(workload, node, policy) on `count` random configurations of the large grid (`seed`)
+/// and, on every built-in node with the GPUs for it, on FLUX 512² with ring attention 2, TP 2,
+/// FSDP, parallel CFG and Ulysses over every GPU, planned by each of `policies` at 32 MiB chunks
+/// and a resident fraction of 0.25: the sample the exactness tests of the shortcuts run on.
+template <class Visit>
+void for_sample_configs(int count, unsigned seed, std::initializer_list<const char*> policies, Visit&& visit) {
   const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
   for (const GridConfig& c : chunkflow::test::random_grid_configs(g, count, seed)) {
     const GridWorkload& gw = g.workloads[c.workload];
     INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
-    try {
-      compare(build_plan(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]), gw.scenario.node);
-    } catch (const InputError&) {
-      continue;  // left out: the budget holds no plan
-    }
+    visit(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]);
   }
   for (const std::string& id : node_ids()) {
     const NodeSpec n = node(id);
-    for (int layout = 0; layout < 4; ++layout) {
+    for (int layout = 0; layout < 5; ++layout) {
       Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
       if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
       if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
       if (layout == 2) w.fsdp = true;
       if (layout == 3) w.cfg = CfgMode::parallel;
+      if (layout == 4) w.ulysses_degree = n.gpu_count;
       if (gpus_used(w) > n.gpu_count) continue;
       for (const char* name : policies) {
         INFO(id << ", " << layout_text(w) << ", " << name);
         PolicyConfig p = test::policy(name);
         p.chunk_bytes = 32 * kMiB;
         p.resident_fraction = 0.25;
-        try {
-          compare(build_plan(w, n, p), n);
-        } catch (const InputError&) {
-        }
+        visit(w, n, p);
       }
     }
   }
+}
+
+/// compare(plan, node) on the plans of for_sample_configs' sample (a configuration whose memory
+/// budget holds no plan is skipped).
+template <class Compare>
+void for_sample_plans(int count, unsigned seed, std::initializer_list<const char*> policies, Compare&& compare) {
+  for_sample_configs(count, seed, policies, [&](const Workload& w, const NodeSpec& n, const PolicyConfig& p) {
+    std::optional<StepPlan> plan;
+    try {
+      plan = build_plan(w, n, p);
+    } catch (const InputError&) {
+      return;  // left out: the budget holds no plan
+    }
+    compare(*plan, n);
+  });
 }
 
 }  // namespace
@@ -955,7 +963,7 @@ void check_same_plan(const StepPlan& a, const StepPlan& b) {
 }  // namespace
 
 TEST_CASE("the plan builder's rank copies (rank 0 built, the other ranks shifted) equal the plan built rank by "
-          "rank (random configurations of the large grid, every node with ring, TP, FSDP, parallel CFG)",
+          "rank (random configurations of the large grid, every node with ring, TP, FSDP, parallel CFG, full Ulysses)",
           "[fast][builder]") {
   int compared = 0, multi_rank = 0;
   auto compare = [&](const Workload& w, const NodeSpec& n, const PolicyConfig& p) {
@@ -973,31 +981,7 @@ TEST_CASE("the plan builder's rank copies (rank 0 built, the other ranks shifted
     ++compared;
     if (fast.info.ranks > 1) ++multi_rank;
   };
-  const Grid g = load_grid(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/grids/large.json");
-  for (const GridConfig& c : chunkflow::test::random_grid_configs(g, 60, 20261126)) {
-    const GridWorkload& gw = g.workloads[c.workload];
-    INFO("configuration " << c.index << ": " << gw.scenario.name << ", " << g.policies[c.policy].policy);
-    compare(gw.scenario.workload, gw.scenario.node, g.policies[c.policy]);
-  }
-  for (const std::string& id : node_ids()) {
-    const NodeSpec n = node(id);
-    for (int layout = 0; layout < 5; ++layout) {
-      Workload w = test::workload("flux.1-dev", 512, 512, 1, 2);
-      if (layout == 0) w.ring_degree = 2, w.ulysses_degree = 1;
-      if (layout == 1) w.tp_degree = 2, w.ulysses_degree = 1;
-      if (layout == 2) w.fsdp = true;
-      if (layout == 3) w.cfg = CfgMode::parallel;
-      if (layout == 4) w.ulysses_degree = n.gpu_count;
-      if (gpus_used(w) > n.gpu_count) continue;
-      for (const char* name : {"no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"}) {
-        INFO(id << ", " << layout_text(w) << ", " << name);
-        PolicyConfig p = test::policy(name);
-        p.chunk_bytes = 32 * kMiB;
-        p.resident_fraction = 0.25;
-        compare(w, n, p);
-      }
-    }
-  }
+  for_sample_configs(60, 20261126, {"no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"}, compare);
   CHECK(compared >= 80);
   CHECK(multi_rank >= 40);
 }
