@@ -111,7 +111,7 @@ thread_local bool plan_builder_exhaustive = false;  // set_plan_builder_exhausti
 void set_plan_builder_exhaustive(bool on) { plan_builder_exhaustive = on; }
 
 StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
-                                  PlanInfo info) {
+                                  PlanInfo info, bool op_names) {
   StepPlan plan;
   plan.workload = w;
   plan.cost = forward_cost(w);
@@ -215,7 +215,7 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
           name.append("h2d.c");
           name.append(c.chunk);
         }
-        op.name.assign(name.text, name.size);
+        if (op_names) op.name.assign(name.text, name.size);
         // Data deps, ascending without repeats: the slot's last reader and the op `after` names.
         int copy_waits[2];
         int ncopy_waits = 0;
@@ -251,9 +251,13 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
         op.block = pos.block;
         op.stage = pos.stage;
         name.block_prefix(s, pos.block);
-        op.name.reserve(name.size + stage.name.size());
-        op.name.assign(name.text, name.size);
-        op.name += stage.name;
+        // Its name (for messages: built here even where the op keeps none).
+        auto op_name = [&] { return std::string(name.text, name.size) + stage.name; };
+        if (op_names) {
+          op.name.reserve(name.size + stage.name.size());
+          op.name.assign(name.text, name.size);
+          op.name += stage.name;
+        }
         if (pos.collective) {
           op.kind = OpKind::collective;
           op.lane = Lane::comm;
@@ -271,7 +275,7 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
               const CopyPiece& c = pieces[j];
               if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;
               if (piece_op[j] < 0)
-                throw std::logic_error("build_plan: " + op.name + " reads a copy not yet issued (slot pool too small)");
+                throw std::logic_error("build_plan: " + op_name() + " reads a copy not yet issued (slot pool too small)");
               waits.push_back(piece_op[j]);
             }
           std::sort(waits.begin(), waits.end());
@@ -303,7 +307,7 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
             const CopyPiece& c = pieces[j];
             if (!(c.offset_bytes < pos.hi_bytes && c.offset_bytes + c.bytes > pos.lo_bytes)) continue;
             if (piece_op[j] < 0)
-              throw std::logic_error("build_plan: " + op.name + " reads a copy not yet issued (slot pool too small)");
+              throw std::logic_error("build_plan: " + op_name() + " reads a copy not yet issued (slot pool too small)");
             waits.push_back(piece_op[j]);
           }
           op.data_deps.assign(waits.begin(), waits.end());

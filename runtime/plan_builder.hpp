@@ -86,8 +86,11 @@ void fill_schedule_info(const Workload& w, const NodeSpec& node, int steps, cons
 /// no piece of the last step covers is resident), activation_bytes, offloaded_bytes_per_step. Throws
 /// std::logic_error when the schedule cannot run: a compute op reads a byte whose piece could not be
 /// issued yet (its slot is only freed later, or it waits for a later op), or a piece exceeds a slot.
+/// With `op_names` false the ops' names are left empty (messages name ops by op_label): the plan
+/// is otherwise the same, field for field, and a multi-rank plan's names are about half of the
+/// heap blocks it holds (a compute op's name outgrows std::string's inline buffer).
 StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int steps, const CopySchedule& schedule,
-                                  PlanInfo info);
+                                  PlanInfo info, bool op_names = true);
 
 /// Set (for tests), this thread's build_plan_from_schedule runs its per-rank loop for every rank;
 /// unset (the default), it builds rank 0's ops and gives every other rank a copy of them with the

@@ -90,6 +90,7 @@ struct PlannerCacheStats {
   int64_t estimate_shared = 0;
   int64_t estimate_bounded = 0;
   int64_t passes = 0;
+  int64_t passes_stopped = 0;  ///< of them, stopped once their step time could not beat the best
 };
 PlannerCacheStats chunkflow_planner_cache_stats();
 

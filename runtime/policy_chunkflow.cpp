@@ -151,6 +151,13 @@ class Planner {
       }
       block_time_s_[pos.block] += duration_s_[p];
     }
+    // run_pass's stop: per position, the compute durations after it within the step; and the step's
+    // last compute position.
+    rest_compute_s_.assign(std::size_t(n_), 0.0);
+    for (int p = n_ - 1; p > 0; --p)
+      rest_compute_s_[std::size_t(p - 1)] = rest_compute_s_[std::size_t(p)] + (layout_.at(p).collective ? 0.0 : duration_s_[p]);
+    for (int p = 0; p < n_; ++p)
+      if (!layout_.at(p).collective) last_compute_position_ = p;
     for (int g = 0; g < G; ++g)
       if (layout_.at(g % n_).collective) collective_g_.push_back(g);
     // FSDP: the other ranks' shards a block's all-gather allocates stay until the block's last
@@ -408,15 +415,20 @@ class Planner {
   /// Re-times the copies lazily (run_pass, `lazy`) unless planner_exhaustive is set or the windows
   /// it would time them against are out of order by a rounding (then it runs again, eagerly): the
   /// two give the same estimate, bit for bit (tests/test_policy.cpp).
+  /// With `stop_at_s` finite (never under planner_exhaustive), a pass that cannot end with a step
+  /// time below it stops early and returns an infeasible estimate (run_pass).
   Estimate run(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
                const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
-               const std::vector<double>& pred_program_start_s, const Estimate* lane_pred = nullptr) const {
+               const std::vector<double>& pred_program_start_s, const Estimate* lane_pred = nullptr,
+               double stop_at_s = kInf) const {
     if (!planner_exhaustive) {
       bool in_order = true;
-      Estimate e = run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, &in_order);
+      Estimate e = run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, &in_order,
+                            stop_at_s);
       if (in_order) return e;
     }
-    return run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, nullptr);
+    return run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, nullptr,
+                    planner_exhaustive ? kInf : stop_at_s);
   }
 
   /// run(), eagerly (`in_order` null: every copy still moving when a window's real times become
@@ -430,9 +442,18 @@ class Planner {
   /// starting hint, and the copies' ends grow in lane order, so "the copies still moving at t" is a
   /// suffix found by binary search. The lazy pass checks that order and sets *in_order = false (its
   /// estimate is then not to be used) where a rounding breaks it.
+  /// Stop: with `stop_at_s` finite, the pass returns an infeasible estimate as soon as its step time
+  /// is sure to be at least stop_at_s. In the last step, with E(s−1) (the previous step's last
+  /// compute end) known, the last step's last compute end is at least the compute lane's end now
+  /// plus the durations of the step's compute positions still ahead (compute ops run one after
+  /// another on the lane, each for at least its duration: a slowdown only stretches it), less a
+  /// 1e-9 relative margin for the rounding of the sums; so the step time is at least that less
+  /// E(s−1). The lazy pass stops on the values the eager one computes (the copies it times before a
+  /// rounding breaks the windows' order are timed as the eager pass times them).
   Estimate run_pass(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
                     const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
-                    const std::vector<double>& pred_program_start_s, const Estimate* lane_pred, bool* in_order) const {
+                    const std::vector<double>& pred_program_start_s, const Estimate* lane_pred, bool* in_order,
+                    double stop_at_s = kInf) const {
     Estimate e;
     ++planner_cache_stats.passes;
     const bool lazy = in_order != nullptr;
@@ -896,6 +917,14 @@ class Planner {
         end_s[g] = ready + duration_s_[g % n_] * (1.0 + slowdown);
         compute_end = end_s[g];
         any_compute = true;
+        if (stop_at_s < kInf && s == steps_ - 1) {
+          const double previous_end_s = steps_ >= 2 ? end_s[std::size_t((steps_ - 2) * n_ + last_compute_position_)] : 0.0;
+          const double least_end_s = compute_end + rest_compute_s_[std::size_t(g % n_)];
+          if (least_end_s - 1e-9 * std::abs(least_end_s) - previous_end_s >= stop_at_s) {
+            ++planner_cache_stats.passes_stopped;
+            return e;  // infeasible: cannot reach stop_at_s
+          }
+        }
       }
       ++g_next;
     }
@@ -964,8 +993,12 @@ class Planner {
       std::vector<double> prev_start = seed.window_start_s, prev_end = seed.window_end_s;
       // per_window predicts from an estimate of the whole schedule already: one pass.
       for (int pass = 0; pass < (per_window ? 1 : 2); ++pass) {
+        // A mode's last pass counts only where it beats the best so far (below): it may stop once
+        // it cannot (run_pass). An earlier pass runs in full: the next predicts from its windows.
+        const bool last_pass = pass + 1 == (per_window ? 1 : 2);
+        const double stop_at_s = last_pass && !planner_exhaustive ? best.step_time_s * (1 - 1e-9) : kInf;
         Estimate e = run(chunks, slot_count, mode, prev_start, prev_end, seed.program_start_s,
-                         seed.chunk_slack_s.empty() ? nullptr : &seed);
+                         seed.chunk_slack_s.empty() ? nullptr : &seed, stop_at_s);
         if (planner_exhaustive && e.feasible && e.step_time_s < bound_s * (1 - 1e-9))
           throw std::logic_error("chunkflow planner: a closed-loop pass (" + std::to_string(e.step_time_s) +
                                  " s) beats the copy-volume bound (" + std::to_string(bound_s) + " s)");
@@ -1260,6 +1293,8 @@ class Planner {
   ProgramLayout layout_;
   int n_ = 0, steps_ = 0;
   std::vector<double> duration_s_;     ///< per position within a step (collective: alone)
+  std::vector<double> rest_compute_s_;  ///< per position: Σ duration_s_ of the step's compute positions after it
+  int last_compute_position_ = 0;       ///< the step's last compute position
   std::vector<double> block_time_s_;   ///< per block: its positions' durations (compute + collectives alone)
   WorkloadLinkModel link_;             ///< every collective kind on its groups and routes
   std::vector<Collective> collectives_;  ///< distinct collectives of a step

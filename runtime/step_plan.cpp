@@ -49,6 +49,12 @@ void dedupe_in_place(OpIds& xs) {
 
 }  // namespace
 
+std::string op_label(const PlanOp& op) {
+  if (!op.name.empty()) return op.name;
+  return "op " + std::to_string(op.id) + " (rank " + std::to_string(op.rank) + ", step " + std::to_string(op.step) +
+         ", block " + std::to_string(op.block) + ")";
+}
+
 int StepPlan::add(PlanOp op) {
   const int v = static_cast<int>(ops.size());
   op.id = v;
@@ -68,7 +74,7 @@ int StepPlan::add(PlanOp op) {
     dedupe_in_place(op.deps);
   }
   for (int d : op.deps) {
-    if (d < 0 || d >= v) throw std::logic_error("StepPlan::add: " + op.name + " depends on op " + std::to_string(d) + ", not added yet");
+    if (d < 0 || d >= v) throw std::logic_error("StepPlan::add: " + op_label(op) + " depends on op " + std::to_string(d) + ", not added yet");
   }
   ops.push_back(std::move(op));
   return v;
@@ -107,7 +113,7 @@ StepPlan::Graph StepPlan::dependency_graph() const {
 const StageCost& StepPlan::stage_of(const PlanOp& op) const {
   if (op.kind == OpKind::h2d || op.block < 0 || op.stage < 0 || op.block >= int(cost.blocks.size()) ||
       op.stage >= int(cost.blocks[op.block].stages.size()))
-    throw std::logic_error("StepPlan::stage_of: op " + op.name + " runs no stage");
+    throw std::logic_error("StepPlan::stage_of: " + op_label(op) + " runs no stage");
   return cost.blocks[op.block].stages[op.stage];
 }
 
@@ -188,7 +194,7 @@ void validate(const StepPlan& plan) {
   for (const auto& op : plan.ops) {
     if (op.id < 0 || op.id >= n || &plan.ops[op.id] != &op) fail("op ids are not their indices");
     for (int d : op.deps) {
-      if (d < 0 || d >= n || d == op.id) fail(op.name + " depends on a missing op " + std::to_string(d));
+      if (d < 0 || d >= n || d == op.id) fail(op_label(op) + " depends on a missing op " + std::to_string(d));
       deps_precede = deps_precede && d < op.id;
     }
     // StepPlan::add lays deps out as the lane predecessors followed by the data deps: when deps
@@ -198,7 +204,7 @@ void validate(const StepPlan& plan) {
           std::equal(op.data_deps.begin(), op.data_deps.end(), op.deps.end() - std::ptrdiff_t(op.data_deps.size())))) {
       in_list.assign(op.deps);
       for (int d : op.data_deps)
-        if (!in_list.contains(d)) fail(op.name + ": data dep not in deps");
+        if (!in_list.contains(d)) fail(op_label(op) + ": data dep not in deps");
     }
     // Its data deps are ops of the plan now.
     if (op.kind == OpKind::compute || op.kind == OpKind::collective)
@@ -258,11 +264,11 @@ void validate(const StepPlan& plan) {
       last = &it->second;
     }
     if (*last >= 0 && std::find(op.deps.begin(), op.deps.end(), *last) == op.deps.end())
-      fail(op.name + " does not follow " + plan.ops[*last].name + " on its lane");
+      fail(op_label(op) + " does not follow " + op_label(plan.ops[*last]) + " on its lane");
     *last = op.id;
     if (!deps_precede)  // else no dependency comes later in issue order
       for (int d : op.deps)
-        if (d > op.id && plan.ops[d].rank == op.rank) fail(op.name + " is issued before its dependency " + plan.ops[d].name);
+        if (d > op.id && plan.ops[d].rank == op.rank) fail(op_label(op) + " is issued before its dependency " + op_label(plan.ops[d]));
     if (holds_bytes(op)) by_offset[std::size_t(fill[index_of(op)]++)] = op.id;
   }
 
@@ -307,17 +313,17 @@ void validate(const StepPlan& plan) {
             if (ch.src_offset_bytes + ch.bytes > lo && !in_list.contains(*c) && (missing < 0 || *c < missing)) missing = *c;
           }
           if (missing >= 0)
-            fail(op.name + " does not wait for " + plan.ops[missing].name + ", which holds part of its weights");
+            fail(op_label(op) + " does not wait for " + op_label(plan.ops[missing]) + ", which holds part of its weights");
         }
       }
     }
     if (op.kind == OpKind::h2d && slot_violation.empty()) {
       if (op.slot < 0 || op.slot >= plan.info.slot_count) {
-        slot_violation = op.name + " has no valid slot";
+        slot_violation = op_label(op) + " has no valid slot";
       } else if (op.bytes > plan.info.slot_bytes + 0.5) {
-        slot_violation = op.name + " is larger than a slot";
+        slot_violation = op_label(op) + " is larger than a slot";
       } else if (last_reader[op.id] < 0) {
-        slot_violation = op.name + " is read by no compute op";
+        slot_violation = op_label(op) + " is read by no compute op";
       } else {
         int* holder = nullptr;
         if (!slot_holder_table.empty() && op.rank >= 0 && op.rank < table_ranks) {
@@ -327,14 +333,14 @@ void validate(const StepPlan& plan) {
         }
         const int reader = *holder >= 0 ? last_reader[*holder] : -1;
         if (*holder >= 0 && std::find(op.data_deps.begin(), op.data_deps.end(), reader) == op.data_deps.end())
-          slot_violation = op.name + " refills slot " + std::to_string(op.slot) + " without waiting for " +
-                           plan.ops[reader].name + ", the last reader of " + plan.ops[*holder].name;
+          slot_violation = op_label(op) + " refills slot " + std::to_string(op.slot) + " without waiting for " +
+                           op_label(plan.ops[reader]) + ", the last reader of " + op_label(plan.ops[*holder]);
         *holder = op.id;
       }
     }
     if (op.kind == OpKind::collective && group_violation.empty()) {  // one op per executed rank
-      if (op.collective_group < 0) group_violation = op.name + " belongs to no collective group";
-      else if (!groups[op.collective_group].insert(op.rank).second) group_violation = op.name + ": two ops of one rank in a group";
+      if (op.collective_group < 0) group_violation = op_label(op) + " belongs to no collective group";
+      else if (!groups[op.collective_group].insert(op.rank).second) group_violation = op_label(op) + ": two ops of one rank in a group";
     }
   }
 

@@ -44,6 +44,10 @@ struct PlanOp {
   OpIds data_deps;  ///< the subset that is not lane order (what the op waits on)
 };
 
+/// How messages name an op: its name, or, for a plan built without names (build_plan_from_schedule
+/// with op_names false: the grid and sweep rows read none), "op <id> (rank r, step s, block b)".
+std::string op_label(const PlanOp& op);
+
 /// Resolved policy parameters of a plan (what the executors and reports need).
 struct PlanInfo {
   std::string policy;          ///< a registered policy name (runtime/policy.hpp)

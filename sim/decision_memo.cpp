@@ -145,7 +145,7 @@ DecisionRun finish_decision(const Workload& w, const NodeSpec& node, const Forwa
   DecisionRun out;
   if (!o) {  // a decision not seen yet (or dropped): the full path, under this thread's claim
     try {
-      StepPlan plan = build_plan_from_schedule(w, node, steps, d.schedule, std::move(d.info));
+      StepPlan plan = build_plan_from_schedule(w, node, steps, d.schedule, std::move(d.info), options.record_op_names);
       validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
       const SimResult r = simulate(plan, node, options);
       out.outcome = SimOutcome{r.summary, r.bound, r.events, plan.ops.size(),

@@ -50,7 +50,7 @@ struct PlanRows {
   const std::vector<double>& end_s_of;
   std::size_t size() const { return plan.ops.size(); }
   int op_id(std::size_t i) const { return plan.ops[i].id; }
-  const std::string& name(std::size_t i) const { return plan.ops[i].name; }
+  std::string name(std::size_t i) const { return op_label(plan.ops[i]); }
   OpKind kind(std::size_t i) const { return plan.ops[i].kind; }
   Lane lane(std::size_t i) const { return plan.ops[i].lane; }
   int rank(std::size_t i) const { return plan.ops[i].rank; }
@@ -155,7 +155,7 @@ class Simulation {
       }
     }
     for (std::size_t i = 0; i < end_s_.size(); ++i)
-      if (end_s_[i] < 0) throw std::logic_error("simulate: deadlock, op " + plan_.ops[i].name + " never ran");
+      if (end_s_[i] < 0) throw std::logic_error("simulate: deadlock, " + op_label(plan_.ops[i]) + " never ran");
     close_links();
     return result();
   }

@@ -128,11 +128,11 @@ int main(int argc, char** argv) {
                   static_cast<long long>(m.misses), double(m.bytes) / (1 << 20));
       const PlannerCacheStats ps = chunkflow_planner_cache_stats();
       std::printf("chunkflow planner: %lld planners made (%lld kept), %lld estimates computed (%lld kept, %lld shared, "
-                  "%lld ruled out by volume), %lld passes\n",
+                  "%lld ruled out by volume), %lld passes (%lld stopped early)\n",
                   static_cast<long long>(ps.planner_misses), static_cast<long long>(ps.planner_hits),
                   static_cast<long long>(ps.estimate_misses), static_cast<long long>(ps.estimate_hits),
                   static_cast<long long>(ps.estimate_shared), static_cast<long long>(ps.estimate_bounded),
-                  static_cast<long long>(ps.passes));
+                  static_cast<long long>(ps.passes), static_cast<long long>(ps.passes_stopped));
       std::printf("projected whole grid: %.1f CPU-s (sum over policies of in_grid x mean)\n", proj);
       return 0;
     }
