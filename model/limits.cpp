@@ -129,7 +129,11 @@ std::string ranges_markdown() {
 }
 
 void check_range(double v, std::string_view name, const std::string& file, const std::string& field) {
-  const InputRange& r = input_range(name);
+  check_range(v, input_range(name), file, field);
+}
+
+void check_range(double v, const InputRange& r, const std::string& file, const std::string& field) {
+  const std::string_view name = !r.pointer.empty() ? r.pointer : r.option;
   const bool zero_means_none = r.pointer == "/node/duplex_bytes_per_s";
   bool ok = std::isfinite(v) && v >= r.min && v <= r.max && (!r.integer || v == std::floor(v));
   if (zero_means_none && v != 0 && v < 1e8) ok = false;

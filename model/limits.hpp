@@ -52,6 +52,8 @@ std::string ranges_markdown();
 /// outside the range of `name` (a pointer or option of the table), or not an integer where one is
 /// required. `field` is what the message names (a pointer under another prefix, or an option).
 void check_range(double v, std::string_view name, const std::string& file, const std::string& field);
+/// check_range against a range already looked up (input_range): the same check and message.
+void check_range(double v, const InputRange& range, const std::string& file, const std::string& field);
 
 struct NodeSpec;
 

@@ -36,6 +36,25 @@ double plan_ops_per_step(const Workload& w, const ForwardCost& cost, const NodeS
 void check_plan_limits(const Workload& w, const ForwardCost& cost, const NodeSpec& node, const PolicyConfig& config,
                        const PlanLimitFields& fields = {});
 
+/// What plan_ops_per_step and check_plan_limits read of a workload on a node, gathered once: a grid
+/// checks every policy of a workload against it (sim/grid.cpp GridCursor), each in O(blocks)
+/// instead of O(stages).
+struct PlanShape {
+  int ranks = 0;            ///< executed ranks
+  double stages = 0;        ///< stages of one forward
+  double all_to_alls = 0;   ///< all-to-all stages of one forward
+  double dtype_bytes = 0;   ///< the workload's element size
+  struct Block {
+    double weight_bytes = 0;
+    int linears = 0;
+  };
+  std::vector<Block> blocks;  ///< per transformer block, in order
+};
+PlanShape plan_shape(const Workload& w, const ForwardCost& cost, const NodeSpec& node);
+/// plan_ops_per_step and check_plan_limits from a PlanShape: the same values and errors.
+double plan_ops_per_step(const PlanShape& shape, const PolicyConfig& config);
+void check_plan_limits(const PlanShape& shape, const PolicyConfig& config, const PlanLimitFields& fields = {});
+
 /// check_plan_limits for every configuration of a sweep or tuning grid, errors named by the grid's
 /// options (--chunk-mib-list, --resident-fractions, --lookahead, --simulated-steps).
 void check_grid_limits(const Workload& w, const NodeSpec& node, const std::vector<PolicyConfig>& configs);

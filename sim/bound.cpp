@@ -784,16 +784,24 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
             sides.push_back({v1[i1].release_s, v1[i1].tail_s, v1[i1].work_bytes, true}), ++i1;
         }
         double t = 0, work[2] = {0, 0}, min_release = kInf;
+        // duplex_link_s is at most its value at a = 0, W/C + W̄/C̄ (here within 1e-12 of it, by
+        // reciprocals): a value that with it, plus a 1e-9 relative margin for the rounding of the
+        // sums, stays below t cannot raise t, and duplex_link_s is not evaluated for it.
+        const double inv_c = 1.0 / d.capacity_bytes_per_s, inv_c_rev = 1.0 / rev.capacity_bytes_per_s;
+        auto may_raise = [&](double release_s, double tail_s) {
+          const double most_s = (std::max(work[0], 0.0) * inv_c + std::max(work[1], 0.0) * inv_c_rev) * (1 + 1e-12);
+          return !(release_s + most_s + tail_s + 1e-9 * (std::abs(release_s) + most_s + std::abs(tail_s)) < t);
+        };
         for (const Side& it : sides) {
           work[it.reverse] += it.work_bytes, min_release = std::min(min_release, it.release_s);
-          t = std::max(t, min_release + pair_lp_s(d, rev, work[0], work[1]) + it.tail_s);
+          if (may_raise(min_release, it.tail_s)) t = std::max(t, min_release + pair_lp_s(d, rev, work[0], work[1]) + it.tail_s);
         }
         std::sort(sides.begin(), sides.end(), [](const Side& x, const Side& y) { return x.release_s > y.release_s; });
         work[0] = work[1] = 0;
         double min_tail = kInf;
         for (const Side& it : sides) {
           work[it.reverse] += it.work_bytes, min_tail = std::min(min_tail, it.tail_s);
-          t = std::max(t, it.release_s + pair_lp_s(d, rev, work[0], work[1]) + min_tail);
+          if (may_raise(it.release_s, min_tail)) t = std::max(t, it.release_s + pair_lp_s(d, rev, work[0], work[1]) + min_tail);
         }
         c.link_duplex_s = std::max(c.link_duplex_s, t);
         if (t > c.link_s) c.link_s = t, c.link_resource = solver.resource_name(d.resource) + "+" + solver.resource_name(rev.resource);

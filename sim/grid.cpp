@@ -330,6 +330,7 @@ Grid parse_grid(const json& g, const std::string& file, const std::string& base_
                                "expected at most " + std::to_string(n.gpu_count) + " (GPUs of node " + n.id + "), got " +
                                    std::to_string(wl.ulysses_degree));
             gw.cost = forward_cost(wl);
+            gw.shape = plan_shape(wl, gw.cost, n);
           } catch (const InputError& e) {
             if (grid.invalid_workloads++ == 0)
               grid.first_invalid_workload = "models/" + std::to_string(mi) + " × shapes/" + std::to_string(si) + " × nodes/" +
@@ -371,7 +372,7 @@ std::string describe(const PolicyConfig& p) {
 /// Relative cost of simulating a configuration: the ops of its plan, times the passes the
 /// chunkflow planner makes (every placement, window mode and pass; auto tries eleven fractions).
 double estimated_cost(const GridWorkload& w, const PolicyConfig& p) {
-  const double ops = plan_ops_per_step(w.scenario.workload, w.cost, w.scenario.node, p) * p.steps;
+  const double ops = plan_ops_per_step(w.shape, p) * p.steps;
   double planner = 1;
   if (p.policy == "chunkflow") planner = p.resident_fraction ? 3 : 12;
   return ops * planner;
@@ -394,6 +395,14 @@ Grid grid_from_text(const std::string& json_text, const std::string& origin, con
   return parse_grid(g, origin, base_dir);
 }
 
+GridCursor::GridCursor(const Grid& grid) : grid_(grid) {
+  fields_.file = grid_.file;
+  fields_.chunk = "/chunk_mib";
+  fields_.resident_fraction = "/resident_fractions";
+  fields_.lookahead = "/lookahead";
+  fields_.steps = "/simulated_steps";
+}
+
 std::optional<GridConfig> GridCursor::next() {
   while (w_ < int(grid_.workloads.size())) {
     if (p_ >= int(grid_.policies.size())) {
@@ -405,13 +414,7 @@ std::optional<GridConfig> GridCursor::next() {
     const PolicyConfig& p = grid_.policies[p_];
     const int w = w_, pi = p_++;
     try {
-      PlanLimitFields fields;
-      fields.file = grid_.file;
-      fields.chunk = "/chunk_mib";
-      fields.resident_fraction = "/resident_fractions";
-      fields.lookahead = "/lookahead";
-      fields.steps = "/simulated_steps";
-      check_plan_limits(gw.scenario.workload, gw.cost, gw.scenario.node, p, fields);
+      check_plan_limits(gw.shape, p, fields_);
     } catch (const InputError& e) {
       if (invalid_++ == 0)
         first_invalid_ = gw.scenario.name + ", " + describe(p) + ": " + (e.field().empty() ? "" : e.field() + ": ") + e.message();

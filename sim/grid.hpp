@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/plan_limits.hpp"
 #include "runtime/policy.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/decision_memo.hpp"
@@ -48,6 +49,7 @@ namespace chunkflow {
 struct GridWorkload {
   Scenario scenario;
   ForwardCost cost;
+  PlanShape shape;           ///< plan_shape(workload, cost, node): the cursor's plan-limit checks
   std::string node_label;    ///< the grid's node entry: an id, a file, or compact JSON with overrides
   std::string layout_label;  ///< the layout entry as "key=value;..." ("" = the base scenario's)
 };
@@ -88,7 +90,7 @@ struct GridConfig {
 /// Enumerates a grid's valid configurations in order, skipping those outside the plan limits.
 class GridCursor {
  public:
-  explicit GridCursor(const Grid& grid) : grid_(grid) {}
+  explicit GridCursor(const Grid& grid);
   /// The next valid configuration, or nullopt at the end.
   std::optional<GridConfig> next();
   int64_t invalid() const { return invalid_; }                    ///< configurations skipped so far
@@ -96,6 +98,7 @@ class GridCursor {
 
  private:
   const Grid& grid_;
+  PlanLimitFields fields_;  ///< what a plan-limit error names: the grid file and its axes
   int w_ = 0, p_ = 0;
   int64_t index_ = 0, invalid_ = 0;
   std::string first_invalid_;
