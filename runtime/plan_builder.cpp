@@ -325,15 +325,15 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
   }
   if (built_ranks < ranks) {
     const std::size_t per_rank = plan.ops.size();
+    plan.ops.reserve(std::size_t(ranks) * per_rank);  // no reallocation below: the copies read plan.ops[i]
     for (int rank = 1; rank < ranks; ++rank) {
       const int shift = rank * int(per_rank);
       for (std::size_t i = 0; i < per_rank; ++i) {
-        PlanOp op = plan.ops[i];
+        PlanOp& op = plan.ops.emplace_back(plan.ops[i]);
         op.id += shift;
         op.rank = rank;
         for (int& d : op.deps) d += shift;
         for (int& d : op.data_deps) d += shift;
-        plan.ops.push_back(std::move(op));
       }
     }
   }

@@ -60,6 +60,12 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
 
   // Per rank: the step's ops in issue order (ids ascend within a rank's program).
   std::vector<std::vector<const PlanOp*>> ops(ranks);
+  {  // sized once: a rank-uniform plan has ops/ranks per rank, about half of them in step s
+    std::vector<std::size_t> count(static_cast<std::size_t>(ranks), 0);
+    for (const PlanOp& op : plan.ops)
+      if (op.step == s) ++count[std::size_t(op.rank)];
+    for (int r = 0; r < ranks; ++r) ops[std::size_t(r)].reserve(count[std::size_t(r)]);
+  }
   for (const PlanOp& op : plan.ops)
     if (op.step == s) ops[op.rank].push_back(&op);
 
@@ -269,6 +275,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     double bytes, min_s;
   };
   std::vector<std::vector<H2dOp>> h2d_ops(static_cast<std::size_t>(ranks));
+  for (int q = 0; q < ranks; ++q) h2d_ops[std::size_t(q)].reserve(ops[std::size_t(q)].size());
   for (int q = 0; q < ranks; ++q)
     for (const PlanOp* op : ops[q])
       if (op->kind == OpKind::h2d) h2d_ops[std::size_t(q)].push_back({std::size_t(op->id), op->bytes, min_duration_s(*op)});
@@ -586,6 +593,11 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     std::vector<Item>& v = items[std::size_t(res)];
     v.clear();
     const std::vector<RankEntry>& entries = rank_entries[std::size_t(res)];
+    {  // at most every entry's rank's copies and every group entry: one allocation
+      std::size_t most = group_entries[std::size_t(res)].size();
+      for (const RankEntry& e : entries) most += h2d_ops[std::size_t(e.rank)].size();
+      v.reserve(most);
+    }
     for (std::size_t e = 0; e < entries.size();) {
       std::size_t end = e;  // a route crossing res more than once: one item per entry, per copy
       while (end < entries.size() && entries[end].rank == entries[e].rank) ++end;
