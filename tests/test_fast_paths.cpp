@@ -930,13 +930,14 @@ TEST_CASE("detect_rank_symmetry refuses a plan one of whose ranks differs from r
 namespace {
 
 /// Two plans op for op, every field the executors and reports read.
-void check_same_plan(const StepPlan& a, const StepPlan& b) {
+/// Every field equal (the names too, unless `names` is false).
+void check_same_plan(const StepPlan& a, const StepPlan& b, bool names = true) {
   REQUIRE(a.ops.size() == b.ops.size());
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     const PlanOp &x = a.ops[i], &y = b.ops[i];
     INFO("op " << i << " " << x.name);
     CHECK(x.id == y.id);
-    CHECK(x.name == y.name);
+    if (names) CHECK(x.name == y.name);
     CHECK(x.kind == y.kind);
     CHECK(x.lane == y.lane);
     CHECK(x.rank == y.rank);
@@ -984,4 +985,36 @@ TEST_CASE("the plan builder's rank copies (rank 0 built, the other ranks shifted
   for_sample_configs(60, 20261126, {"no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"}, compare);
   CHECK(compared >= 80);
   CHECK(multi_rank >= 40);
+}
+
+TEST_CASE("a plan built without op names equals the named plan but for the names, validates, and its "
+          "messages name ops by op_label", "[fast][builder]") {
+  int compared = 0;
+  auto compare = [&](const Workload& w, const NodeSpec& n, const PolicyConfig& p) {
+    PlanDecision d;
+    try {
+      d = decide_plan(w, n, p);
+    } catch (const InputError&) {
+      return;  // left out: the budget holds no plan
+    }
+    const StepPlan named = build_plan_from_schedule(w, n, p.steps, d.schedule, d.info);
+    const StepPlan nameless = build_plan_from_schedule(w, n, p.steps, d.schedule, d.info, false);
+    check_same_plan(named, nameless, false);
+    for (const PlanOp& op : nameless.ops) REQUIRE(op.name.empty());
+    for (const PlanOp& op : named.ops) REQUIRE(op_label(op) == op.name);
+    CHECK_NOTHROW(validate(nameless));
+    ++compared;
+  };
+  for_sample_configs(20, 20261127, {"layerwise", "chunkflow"}, compare);
+  CHECK(compared >= 20);
+  // A broken nameless plan: validate's message names the op by its id, rank, step and block.
+  const Scenario s = load_scenario(std::string(CHUNKFLOW_SOURCE_DIR) + "/scenarios/flux-1024-u2-2xh100-pcie.json");
+  const PolicyConfig p = s.policy;
+  PlanDecision d = decide_plan(s.workload, s.node, p);
+  StepPlan plan = build_plan_from_schedule(s.workload, s.node, p.steps, d.schedule, d.info, false);
+  PlanOp& op = plan.ops.at(5);
+  op.deps.push_back(int(plan.ops.size()) + 7);  // a missing op
+  const std::string expected = "op 5 (rank " + std::to_string(op.rank) + ", step " + std::to_string(op.step) + ", block " +
+                               std::to_string(op.block) + ") depends on a missing op";
+  CHECK_THROWS_WITH(validate(plan), Catch::Contains(expected));
 }

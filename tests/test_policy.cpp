@@ -335,7 +335,8 @@ TEST_CASE("chunkflow's planner cache: a plan from a kept planner equals a fresh 
 TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive planner's, op for op "
           "(random configurations of the large grid, shipped scenarios at budgets)", "[policy][fast]") {
   // The shortcuts (lazy re-timing of the copy lane, Planner::run; one estimate per chunk list where
-  // placements or fractions cut the same chunks, Planner::estimate_at) must not change a decision:
+  // placements or fractions cut the same chunks, Planner::estimate_at; a mode's last pass stopped
+  // once it cannot beat the best, Planner::run_pass) must not change a decision:
   // the plan, its estimate and its window counts are bit-identical to the exhaustive planner's.
   const PlannerCacheStats before = chunkflow_planner_cache_stats();
   int compared = 0;
@@ -452,6 +453,7 @@ TEST_CASE("chunkflow's planner shortcuts: every plan equals the exhaustive plann
           }
   CHECK(chunkflow_planner_cache_stats().estimate_shared > before.estimate_shared);  // the sharing was exercised
   CHECK(chunkflow_planner_cache_stats().estimate_bounded > before.estimate_bounded + 20);  // and the volume bound
+  CHECK(chunkflow_planner_cache_stats().passes_stopped > before.passes_stopped + 20);  // and the passes' stop
 }
 
 TEST_CASE("at equal memory, chunkflow's best plan is no slower than every baseline's", "[policy]") {
