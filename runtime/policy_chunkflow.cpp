@@ -816,16 +816,6 @@ class Planner {
     // (or, FSDP's all-gather, after the last compute op two blocks back) and gating the next compute
     // op (ring attention's K/V pass: the one after next, so the attention overlaps it).
     std::size_t first_chunk_of_block = 0;
-    // When every (step, block)'s chunks lie in ascending, disjoint byte ranges (chunks() cuts them
-    // so), the chunks a compute position reads are the run from the first whose end passes its
-    // range's start up to the first that starts at its end: found by binary search, in the order
-    // the scan over the block's chunks visits them (checked here; otherwise it scans).
-    bool ordered_chunks = true;
-    int block_chunks_step = -1, block_chunks_block = -1;
-    std::size_t block_chunks_end = 0;
-    for (std::size_t q = 1; q < chunks.size() && ordered_chunks; ++q)
-      if (chunks[q].step == chunks[q - 1].step && chunks[q].block == chunks[q - 1].block)
-        ordered_chunks = chunks[q - 1].offset_bytes + chunks[q - 1].bytes <= chunks[q].offset_bytes && chunks[q].bytes > 0;
     double compute_end = 0, comm_end = 0;  // lanes' last ends
     bool any_compute = false;
     double compute_end_block_m1 = -1, compute_end_block_m2 = -1;  // last compute end, 1 and 2 blocks back
@@ -904,22 +894,9 @@ class Planner {
                (chunks[first_chunk_of_block].step < s ||
                 (chunks[first_chunk_of_block].step == s && chunks[first_chunk_of_block].block < pos.block)))
           ++first_chunk_of_block;
-        std::size_t q = first_chunk_of_block;
-        if (ordered_chunks) {
-          if (block_chunks_step != s || block_chunks_block != pos.block) {  // the block's chunks end
-            block_chunks_step = s, block_chunks_block = pos.block;
-            block_chunks_end = first_chunk_of_block;
-            while (block_chunks_end < chunks.size() && chunks[block_chunks_end].step == s &&
-                   chunks[block_chunks_end].block == pos.block)
-              ++block_chunks_end;
-          }
-          q = std::size_t(std::partition_point(chunks.begin() + std::ptrdiff_t(q), chunks.begin() + std::ptrdiff_t(block_chunks_end),
-                                               [&](const Chunk& ch) { return !(ch.offset_bytes + ch.bytes > pos.lo_bytes); }) -
-                          chunks.begin());
-        }
-        for (; q < chunks.size() && chunks[q].step == s && chunks[q].block == pos.block; ++q) {
+        for (std::size_t q = first_chunk_of_block;
+             q < chunks.size() && chunks[q].step == s && chunks[q].block == pos.block; ++q) {
           const Chunk& ch = chunks[q];
-          if (ordered_chunks && !(ch.offset_bytes < pos.hi_bytes)) break;  // and so every later one
           if (!(ch.offset_bytes < pos.hi_bytes && ch.offset_bytes + ch.bytes > pos.lo_bytes)) continue;
           if (q >= j) return e;  // needed before it could be issued: the slots are too few
           if (lazy) while (timed <= w.chunk_piece[q]) time_next();
