@@ -14,7 +14,8 @@
 #   --quick      fewer repetitions (warm-up 1, repeat 3) and a smaller bench sweep
 #   --stage S    measure: GPU work only; analyze: calibrate/validate/plots from an existing
 #                folder (no GPU needed); all (default): both
-# Environment: PYTHON (default: the first of /usr/bin/python3, python3 that imports matplotlib).
+# Environment: PYTHON (default: the first of /usr/bin/python3, python3 that imports matplotlib);
+# T_TESTS, T_BENCH, T_COPY_CAP, T_RUN (time limits, s) and FLUX_VARIANTS (below).
 # Exit status: 0 when every stage that ran succeeded (tests that fail are recorded, not fatal:
 # see gpu_tests.txt), 1 on a failed measurement command, 3 without a GPU for the measure stage.
 set -uo pipefail
@@ -68,7 +69,10 @@ mkdir -p "$OUT_DIR"/bench "$OUT_DIR"/runs "$OUT_DIR"/analysis
 SKIPPED=$OUT_DIR/SKIPPED.txt
 
 # Time limits per command (seconds): a command past its limit is recorded in SKIPPED.txt, the rest go on.
-T_TESTS=${T_TESTS:-180} T_BENCH=${T_BENCH:-240} T_RUN=${T_RUN:-120}
+# T_COPY_CAP: the copy-cap bench's own limit (it ran past 80 s and 95 s on an H100); 0 skips it
+# (no fit of `chunkflow calibrate` uses it). FLUX_VARIANTS: the extra FLUX 1024² chunkflow runs below.
+T_TESTS=${T_TESTS:-180} T_BENCH=${T_BENCH:-240} T_RUN=${T_RUN:-120} T_COPY_CAP=${T_COPY_CAP:-${T_BENCH:-240}}
+FLUX_VARIANTS=${FLUX_VARIANTS:-waits-every waits-latest maxconn32}
 if [ "$QUICK" = 1 ]; then WARMUP=1 REPEAT=3 BENCH_REPEAT=5 MAXMIB=256; else WARMUP=2 REPEAT=5 BENCH_REPEAT=10 MAXMIB=1024; fi
 SCENARIOS=$(ls scenarios/hw-*.json)
 POLICIES="no-offload layerwise chunkflow"
@@ -105,8 +109,12 @@ measure() {
   timeout $T_BENCH "$HW" bench gemm attention compute-with-h2d compute-with-collective \
         --scenario scenarios/hw-flux-1024-u2-1xh100-sxm.json --node "$NODE" --warmup 3 \
         --repeat $BENCH_REPEAT --max-mib $MAXMIB --output "$OUT_DIR/bench/bench-flux.1-dev.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
-  timeout $T_BENCH "$HW" bench copy-cap --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --node "$NODE" --warmup 3 --repeat $BENCH_REPEAT --max-mib 256 \
-        --caps-gb-per-s 0 2 5 10 15 20 30 40 50 --output "$OUT_DIR/bench/copy-cap.json" || echo "bench failed or timed out: exit $?" | tee -a "$SKIPPED"
+  if [ "$T_COPY_CAP" -gt 0 ]; then
+    timeout $T_COPY_CAP "$HW" bench copy-cap --scenario scenarios/hw-wan1.3b-480p-17f-u2-1xh100-sxm.json --node "$NODE" --warmup 3 --repeat $BENCH_REPEAT --max-mib 256 \
+          --caps-gb-per-s 0 2 5 10 15 20 30 40 50 --output "$OUT_DIR/bench/copy-cap.json" || echo "copy-cap bench failed or timed out: exit $?" | tee -a "$SKIPPED"
+  else
+    echo "copy-cap bench: skipped (T_COPY_CAP=0)" >> "$SKIPPED"
+  fi
   if [ "$NGPU" -lt 2 ]; then
     echo "collective_nccl, H2D on two GPUs at once, H2D beside an NCCL all-to-all: need 2 GPUs, this box has $NGPU (the one-GPU pcie-proxy all-to-all stands in)" >> "$SKIPPED"
   fi
@@ -155,15 +163,22 @@ measure() {
   fi
   # The harness's false waits (compute held behind copies it does not read; hw/README.md "Compute
   # waiting on copies it does not read"): FLUX 1024² chunkflow again with the lowering before
-  # 2026-11-26 (--waits every: one event wait per cross-stream dep; the runs above use one per
-  # stream), and graph-launched with 32 hardware queues; `chunkflow compare` (analysis/) says
-  # whether compute still waits. (--launch direct timed out at T_RUN in sessions 13 and 15: its
-  # spin latch times out at 5 s per run on real plans, so it is no longer run here.)
+  # 2026-11-26 (waits-every: one event wait per cross-stream dep; the runs above use one per
+  # stream), the default lowering once more after it (waits-latest: the two bracket it in time, so
+  # a drift of the machine shows), and graph-launched with 32 hardware queues (maxconn32);
+  # `chunkflow compare` (analysis/) says whether compute still waits. (--launch direct timed out at
+  # T_RUN in sessions 13 and 15: its spin latch times out at 5 s per run on real plans, so it is no
+  # longer run here.)
   flux=scenarios/hw-flux-1024-u2-1xh100-sxm.json
   if [ -f "$flux" ]; then
     name=$(basename "$flux" .json)
-    for variant in waits-every maxconn32; do
-      if [ "$variant" = waits-every ]; then waits=every; prefix=(); else waits=latest; prefix=(env CUDA_DEVICE_MAX_CONNECTIONS=32); fi
+    for variant in $FLUX_VARIANTS; do
+      case "$variant" in
+        waits-every) waits=every; prefix=() ;;
+        waits-latest) waits=latest; prefix=() ;;
+        maxconn32) waits=latest; prefix=(env CUDA_DEVICE_MAX_CONNECTIONS=32) ;;
+        *) echo "first-contact.sh: FLUX_VARIANTS: unknown variant '$variant' (waits-every, waits-latest, maxconn32)" >&2; continue ;;
+      esac
       "${prefix[@]}" timeout $T_RUN "$HW" run --scenario "$flux" \
             --node "$NODE" --policy chunkflow --collective $COLLECTIVE --waits $waits --warmup $WARMUP --repeat $REPEAT \
             --trace "$OUT_DIR/runs/$name.chunkflow-$variant.trace.json" --output "$OUT_DIR/runs/$name.chunkflow-$variant.json" \
@@ -226,7 +241,7 @@ analyze() {
          > /dev/null 2>> "$OUT_DIR/analysis/validate.txt"
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
-    for pol in $POLICIES chunkflow-calibrated chunkflow-direct chunkflow-waits-every chunkflow-maxconn32; do
+    for pol in $POLICIES chunkflow-calibrated chunkflow-direct chunkflow-waits-every chunkflow-waits-latest chunkflow-maxconn32; do
       [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
       "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
              --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
