@@ -54,7 +54,8 @@ ExecutorOptions executor_options(const Common& o) {
   eo.proxy_mode = proxy_mode(o.collective);
   if (o.launch == "graph") eo.launch = LaunchMode::graph;
   else if (o.launch == "direct") eo.launch = LaunchMode::direct;
-  else throw InputError("", "--launch", "expected graph or direct, got \"" + o.launch + "\"");
+  else if (o.launch == "stream") eo.launch = LaunchMode::stream;
+  else throw InputError("", "--launch", "expected graph, direct or stream, got \"" + o.launch + "\"");
   if (!(o.deadline_s > 0)) throw InputError("", "--deadline-s", "expected a number of seconds > 0");
   eo.run_deadline_s = o.deadline_s;
   return eo;
@@ -405,7 +406,7 @@ int main(int argc, char** argv) {
   run->add_option("--repeat", repeat, "Measured runs of the whole plan (median, min, max)")->capture_default_str();
   run->add_option("--collective", run_o.collective, "pcie-proxy mode on one GPU: kernel | copy-engine")->capture_default_str();
   run->add_option("--seed", run_o.seed, "Seed of weights and hidden state")->capture_default_str();
-  run->add_option("--launch", run_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch)")->capture_default_str();
+  run->add_option("--launch", run_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch) | stream (ops enqueued as the GPU runs, no latch)")->capture_default_str();
   run->add_option("--waits", run_o.waits,
                  "Cross-stream event waits per op: latest (one per other stream, on its dep enqueued last) | every (one per dep)")
       ->capture_default_str();
@@ -418,7 +419,7 @@ int main(int argc, char** argv) {
   check->add_option("--repeat", check_repeat, "Offloaded runs compared")->capture_default_str();
   check->add_option("--collective", check_o.collective, "pcie-proxy mode: kernel | copy-engine")->capture_default_str();
   check->add_option("--seed", check_o.seed, "Seed of weights and hidden state")->capture_default_str();
-  check->add_option("--launch", check_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch)")->capture_default_str();
+  check->add_option("--launch", check_o.launch, "graph (one CUDA Graph per rank) | direct (ops behind a spin latch) | stream (ops enqueued as the GPU runs, no latch)")->capture_default_str();
   check->add_option("--waits", check_o.waits,
                  "Cross-stream event waits per op: latest (one per other stream, on its dep enqueued last) | every (one per dep)")
       ->capture_default_str();

@@ -56,6 +56,10 @@ enum class ProxyMode {
 enum class LaunchMode {
   graph,   ///< each rank's whole run is captured once in a CUDA Graph and launched as one unit (default)
   direct,  ///< ops enqueued one by one behind a spin latch (fallback; the latch may time out on big plans)
+  /// Ops enqueued one by one with no latch: the GPU starts on the first op while the host enqueues
+  /// the rest (a diagnostic: no graph, so no graph scheduling; a GPU that outruns the host shows as
+  /// gaps before ops; hw/README.md "Compute waiting on copies it does not read").
+  stream,
 };
 
 struct ExecutorOptions {

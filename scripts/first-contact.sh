@@ -72,7 +72,7 @@ SKIPPED=$OUT_DIR/SKIPPED.txt
 # T_COPY_CAP: the copy-cap bench's own limit (it ran past 80 s and 95 s on an H100); 0 skips it
 # (no fit of `chunkflow calibrate` uses it). FLUX_VARIANTS: the extra FLUX 1024² chunkflow runs below.
 T_TESTS=${T_TESTS:-180} T_BENCH=${T_BENCH:-240} T_RUN=${T_RUN:-120} T_COPY_CAP=${T_COPY_CAP:-${T_BENCH:-240}}
-FLUX_VARIANTS=${FLUX_VARIANTS:-waits-every waits-latest maxconn32}
+FLUX_VARIANTS=${FLUX_VARIANTS:-waits-every waits-latest launch-stream maxconn32}
 if [ "$QUICK" = 1 ]; then WARMUP=1 REPEAT=3 BENCH_REPEAT=5 MAXMIB=256; else WARMUP=2 REPEAT=5 BENCH_REPEAT=10 MAXMIB=1024; fi
 SCENARIOS=$(ls scenarios/hw-*.json)
 POLICIES="no-offload layerwise chunkflow"
@@ -165,7 +165,8 @@ measure() {
   # waiting on copies it does not read"): FLUX 1024² chunkflow again with the lowering before
   # 2026-11-26 (waits-every: one event wait per cross-stream dep; the runs above use one per
   # stream), the default lowering once more after it (waits-latest: the two bracket it in time, so
-  # a drift of the machine shows), and graph-launched with 32 hardware queues (maxconn32);
+  # a drift of the machine shows), stream-launched (launch-stream: no CUDA graph; on an H200 in
+  # session 17 it had no such waits), and graph-launched with 32 hardware queues (maxconn32);
   # `chunkflow compare` (analysis/) says whether compute still waits. (--launch direct timed out at
   # T_RUN in sessions 13 and 15: its spin latch times out at 5 s per run on real plans, so it is no
   # longer run here.)
@@ -174,13 +175,14 @@ measure() {
     name=$(basename "$flux" .json)
     for variant in $FLUX_VARIANTS; do
       case "$variant" in
-        waits-every) waits=every; prefix=() ;;
-        waits-latest) waits=latest; prefix=() ;;
-        maxconn32) waits=latest; prefix=(env CUDA_DEVICE_MAX_CONNECTIONS=32) ;;
-        *) echo "first-contact.sh: FLUX_VARIANTS: unknown variant '$variant' (waits-every, waits-latest, maxconn32)" >&2; continue ;;
+        waits-every) waits=every launch=graph; prefix=() ;;
+        waits-latest) waits=latest launch=graph; prefix=() ;;
+        launch-stream) waits=latest launch=stream; prefix=() ;;
+        maxconn32) waits=latest launch=graph; prefix=(env CUDA_DEVICE_MAX_CONNECTIONS=32) ;;
+        *) echo "first-contact.sh: FLUX_VARIANTS: unknown variant '$variant' (waits-every, waits-latest, launch-stream, maxconn32)" >&2; continue ;;
       esac
       "${prefix[@]}" timeout $T_RUN "$HW" run --scenario "$flux" \
-            --node "$NODE" --policy chunkflow --collective $COLLECTIVE --waits $waits --warmup $WARMUP --repeat $REPEAT \
+            --node "$NODE" --policy chunkflow --collective $COLLECTIVE --waits $waits --launch $launch --warmup $WARMUP --repeat $REPEAT \
             --trace "$OUT_DIR/runs/$name.chunkflow-$variant.trace.json" --output "$OUT_DIR/runs/$name.chunkflow-$variant.json" \
             > "$OUT_DIR/runs/$name.chunkflow-$variant.txt" 2>&1
       rc=$?
@@ -241,7 +243,7 @@ analyze() {
          > /dev/null 2>> "$OUT_DIR/analysis/validate.txt"
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
-    for pol in $POLICIES chunkflow-calibrated chunkflow-direct chunkflow-waits-every chunkflow-waits-latest chunkflow-maxconn32; do
+    for pol in $POLICIES chunkflow-calibrated chunkflow-direct chunkflow-waits-every chunkflow-waits-latest chunkflow-launch-stream chunkflow-maxconn32; do
       [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
       "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
              --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
