@@ -7,7 +7,7 @@
 
 namespace chunkflow {
 
-PlanDecision layerwise_decision(const Workload& w, const NodeSpec& node, const PolicyConfig& config, bool comm_aware) {
+PlanDecision layerwise_decision(const Workload& w, const NodeSpec& /*node*/, const PolicyConfig& config, bool comm_aware) {
   const ForwardCost cost = forward_cost(w);
   const int nblocks = int(cost.blocks.size());
   double max_block = 0;

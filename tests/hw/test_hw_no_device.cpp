@@ -80,7 +80,25 @@ TEST_CASE("input errors come before the device check: exit 2 naming the option",
   CHECK(r.stderr_text.find("--collective") != std::string::npos);
   r = run_hw("run --no-such-option", d);
   CHECK(r.exit_code == 2);
+  r = run_hw("run --launch bogus", d);
+  CHECK(r.exit_code == 2);
+  CHECK(r.stderr_text.find("--launch") != std::string::npos);
+  CHECK(r.stderr_text.find("expected graph, direct or stream") != std::string::npos);
   CHECK(!fs::exists(d / "t.json"));
+  fs::remove_all(d);
+}
+
+TEST_CASE("every launch mode is accepted: without a device each run reaches the device check", "[hw][no-device]") {
+  const fs::path d = fresh_dir("launch");
+  for (const char* mode : {"graph", "direct", "stream"}) {
+    const Result r = run_hw(std::string("run --model wan2.1-t2v-1.3b --node 1xh100-sxm --ulysses 1 --height 128 --width 128 "
+                                        "--frames 5 --launch ") + mode + " --output s.json",
+                            d);
+    INFO(mode << ": " << r.stderr_text);
+    CHECK(r.exit_code == 3);
+    CHECK(r.stderr_text.find("no CUDA device") != std::string::npos);
+  }
+  CHECK(!fs::exists(d / "s.json"));
   fs::remove_all(d);
 }
 
