@@ -21,6 +21,16 @@
 // On an H200 (2026-11-26, tile 1024, stream-launched bench at 1k–32k tokens) the measured times
 // were 1.27–1.31× this sum at 6 and at 12 heads; inside the graph-launched runs 1.31× at 12 heads
 // (FLUX) and 1.16× at 6 (Wan 81 frames): unexplained, a scale fitted on one does not fit both.
+// The second H200 contact (2026-11-26 23:34 UTC, bench graph-launched;
+// traces/measured/nvidia-h200-2026-11-26-2334) shows a trend a scale cannot follow: measured / this
+// sum is 1.51 at 1 × 1 tiles, 1.23–1.26 at 4 × 4, 1.17–1.22 at 16 × 16, and 1.15 in the Wan 81-frame
+// runs (32 × 32), at 6 and 12 heads alike. A term per query tile fits it: scale 1.19 plus 10.1 µs
+// per query tile matches the bench's 8 points within 6.3 % (the scale alone, 1.30: 13.9 %) and
+// puts the four held-out Wan 81-frame runs at +0.2 to +1.5 % (now +6.7 to +8.0 %). Not adopted:
+// the same fit moves FLUX 1024² from −2.0 to −4.0 % (no-offload) and the graph-launched chunkflow
+// runs to −9.8 %, because FLUX's attention runs 5.8 % slower inside the runs (1.514 ms an op) than
+// in the bench at that shape (1.431), which no term of this kernel's model explains; the held-out
+// mean over that folder's 27 runs would go from 4.88 to 4.99 % and the max from 8.41 to 9.83 %.
 #include <cstdint>
 
 namespace chunkflow {
