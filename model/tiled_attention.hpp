@@ -23,7 +23,7 @@
 // (FLUX) and 1.16× at 6 (Wan 81 frames): unexplained, a scale fitted on one does not fit both.
 // The second H200 contact (2026-11-26 23:34 UTC, bench graph-launched;
 // traces/measured/nvidia-h200-2026-11-26-2334) shows a trend a scale cannot follow: measured / this
-// sum is 1.51 at 1 × 1 tiles, 1.23–1.26 at 4 × 4, 1.17–1.22 at 16 × 16, and 1.15 in the Wan 81-frame
+// sum is 1.45–1.51 at 1 × 1 tiles, 1.22–1.26 at 4 × 4, 1.17–1.22 at 16 × 16, and 1.15 in the Wan 81-frame
 // runs (32 × 32), at 6 and 12 heads alike. A term per query tile fits it: scale 1.19 plus 10.1 µs
 // per query tile matches the bench's 8 points within 6.3 % (the scale alone, 1.30: 13.9 %) and
 // puts the four held-out Wan 81-frame runs at +0.2 to +1.5 % (now +6.7 to +8.0 %). Not adopted:
