@@ -28,9 +28,12 @@
 // per query tile matches the bench's 8 points within 6.3 % (the scale alone, 1.30: 13.9 %) and
 // puts the four held-out Wan 81-frame runs at +0.2 to +1.5 % (now +6.7 to +8.0 %). Not adopted:
 // the same fit moves FLUX 1024² from −2.0 to −4.0 % (no-offload) and the graph-launched chunkflow
-// runs to −9.8 %, because FLUX's attention runs 5.8 % slower inside the runs (1.514 ms an op) than
-// in the bench at that shape (1.431), which no term of this kernel's model explains; the held-out
-// mean over that folder's 27 runs would go from 4.88 to 4.99 % and the max from 8.41 to 9.83 %.
+// runs to −9.8 %: FLUX's attention op (4608 tokens, 5 × 5 tiles with 512-token edges, 12 heads)
+// took 1.514 ms in the no-offload run, the fit gives 1.467 (the kernel 1.406 plus the op's folds and
+// mix, 0.061; model/harness_ops.hpp), −3.1 %, where the scale alone gives +1.9 % and so offsets
+// the run's under-predicted linears (−2.6 ms a step). The held-out mean over that folder's 27 runs
+// would go from 4.88 to 4.99 % and the max from 8.41 to 9.83 %, at the gate's edge: the fit waits
+// for a bench with edge tiles at 12 heads and for the linears' gap to be understood.
 #include <cstdint>
 
 namespace chunkflow {
