@@ -1,9 +1,10 @@
 // CI gate on real hardware data: for every device folder under traces/measured/ that holds
 // measured runs, the calibrated simulator's step-time error on the held-out runs is at most 5 %
 // mean and 10 % max (mission fidelity goal; systems-and-hardware.md §6 for what published
-// simulators reach). The calibration of a device is traces/measured/<device>/calibration.json
-// (written by `chunkflow calibrate`); its `sources` mark the runs used for fitting, which are
-// left out (sim/validate.hpp).
+// simulators reach). The calibration of a device is traces/analysis/<device>/calibration.json
+// (written by `chunkflow calibrate` from the device's benches; kept out of traces/measured/, which
+// holds only what a GPU run wrote); its `sources` mark the runs used for fitting, which are left
+// out (sim/validate.hpp).
 //
 // The gate is one function (gate_failures) and a test shows it can fail: synthetic "measured"
 // runs whose step time is the simulator's own prediction scaled by a known factor must pass at
@@ -142,7 +143,7 @@ TEST_CASE("calibrated simulator: held-out step-time error <= 5 % mean and <= 10 
       std::cout << "test_measured_validation: " << dev.string() << " holds no measured run\n";
       continue;
     }
-    const fs::path cal = dev / "calibration.json";
+    const fs::path cal = root.parent_path() / "analysis" / dev.filename() / "calibration.json";
     INFO(runs.size() << " measured runs, calibration "
                      << (fs::exists(cal) ? cal.string() : std::string("none (built-in node parameters)")));
     const ValidationResult v = validate_runs(runs, fs::exists(cal) ? cal.string() : "");
