@@ -3,8 +3,9 @@
 # microbenchmarks (copy-cap included), the PyTorch kernel timings (scripts/measure_kernels.py, when
 # python3 has torch), calibrate the simulator, run the hw scenarios with every policy (and chunkflow
 # again planned on the node calibrated from this box's benches), validate the predictions against
-# the measurements and draw the plots. Everything lands, with its context, under
-# traces/measured/<device>/ (or --out DIR). Adapts to one or several GPUs and writes what it
+# the measurements and draw the plots. The measurements land, with their context, under
+# traces/measured/<device>/ (or --out DIR), the simulator's analysis of them under
+# traces/analysis/<device>/ (or DIR/analysis; ANALYSIS_DIR overrides). Adapts to one or several GPUs and writes what it
 # skipped, and why, to SKIPPED.txt.
 #
 #   bash scripts/first-contact.sh [--bin DIR] [--out DIR] [--quick] [--stage measure|analyze|all]
@@ -65,7 +66,18 @@ if [ -z "${NODE:-}" ]; then
   esac
 fi
 [ -n "$OUT_DIR" ] || OUT_DIR=traces/measured/$SLUG
-mkdir -p "$OUT_DIR"/bench "$OUT_DIR"/runs "$OUT_DIR"/analysis
+# The simulator's analysis (calibration, validation, comparisons, plots) goes beside, not into, a
+# folder under traces/measured/, which holds only what GPU runs wrote: traces/analysis/<name>/
+# (test_measured_validation reads the calibration there); elsewhere OUT_DIR/analysis/.
+# ANALYSIS_DIR overrides.
+if [ -z "${ANALYSIS_DIR:-}" ]; then
+  case "$(cd "$(dirname "$OUT_DIR")" 2> /dev/null && pwd)" in
+    "$ROOT/traces/measured") ANALYSIS_DIR=$ROOT/traces/analysis/$(basename "$OUT_DIR") ;;
+    *) ANALYSIS_DIR=$OUT_DIR/analysis ;;
+  esac
+fi
+AN=$ANALYSIS_DIR
+mkdir -p "$OUT_DIR"/bench "$OUT_DIR"/runs "$AN"
 SKIPPED=$OUT_DIR/SKIPPED.txt
 
 # Time limits per command (seconds): a command past its limit is recorded in SKIPPED.txt, the rest go on.
@@ -227,44 +239,44 @@ analyze() {
   # calibrate takes one file per measurement key: the Wan bench (every key); the FLUX bench's
   # GEMM/attention shapes are kept as data beside it.
   "$SIM" calibrate --measurements $(ls "$OUT_DIR"/bench/bench-wan*.json "$OUT_DIR"/bench/copy-cap.json 2>/dev/null) --node "$NODE" \
-         --out "$OUT_DIR/calibration.json" > "$OUT_DIR/analysis/calibrate.txt" 2>&1
+         --out "$AN/calibration.json" > "$AN/calibrate.txt" 2>&1
   echo "calibrate: exit $?"
   log "validate (every run is held out: the calibration fits microbenchmarks only)"
-  "$SIM" validate --measured "$OUT_DIR" --calibration "$OUT_DIR/calibration.json" --json \
-         --out "$OUT_DIR/analysis/validation.json" > /dev/null 2> "$OUT_DIR/analysis/validate.txt"
+  "$SIM" validate --measured "$OUT_DIR" --calibration "$AN/calibration.json" --json \
+         --out "$AN/validation.json" > /dev/null 2> "$AN/validate.txt"
   echo "validate: exit $?"
-  "$SIM" validate --measured "$OUT_DIR" --calibration "$OUT_DIR/calibration.json" >> "$OUT_DIR/analysis/validate.txt" 2>&1
-  "$SIM" validate --measured "$OUT_DIR" --json --out "$OUT_DIR/analysis/validation-uncalibrated.json" > /dev/null 2>&1
-  rm -f "$OUT_DIR"/analysis/*.compare.json "$OUT_DIR"/analysis/*.predicted.json  # validate reads every *.json below
+  "$SIM" validate --measured "$OUT_DIR" --calibration "$AN/calibration.json" >> "$AN/validate.txt" 2>&1
+  "$SIM" validate --measured "$OUT_DIR" --json --out "$AN/validation-uncalibrated.json" > /dev/null 2>&1
+  rm -f "$AN"/*.compare.json "$AN"/*.predicted.json  # validate reads every *.json below
   log "predicted timelines and op-by-op comparison"
   # validate --traces writes each run's prediction on the plan that run executed (a plan re-built on
   # the calibrated node could differ), so compare lines the two up op for op.
-  "$SIM" validate --measured "$OUT_DIR/runs" --calibration "$OUT_DIR/calibration.json" --traces "$OUT_DIR/analysis" \
-         > /dev/null 2>> "$OUT_DIR/analysis/validate.txt"
+  "$SIM" validate --measured "$OUT_DIR/runs" --calibration "$AN/calibration.json" --traces "$AN" \
+         > /dev/null 2>> "$AN/validate.txt"
   for sc in $SCENARIOS; do
     name=$(basename "$sc" .json)
     for pol in $POLICIES chunkflow-calibrated chunkflow-direct chunkflow-waits-every chunkflow-waits-latest chunkflow-launch-stream chunkflow-maxconn32; do
       [ -f "$OUT_DIR/runs/$name.$pol.trace.json" ] || continue
-      "$SIM" compare --predicted "$OUT_DIR/analysis/$name.$pol.predicted.trace.json" \
-             --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$OUT_DIR/analysis/$name.$pol.compare.json" 2>&1
+      "$SIM" compare --predicted "$AN/$name.$pol.predicted.trace.json" \
+             --measured "$OUT_DIR/runs/$name.$pol.trace.json" --json > "$AN/$name.$pol.compare.json" 2>&1
     done
   done
   if [ -f "$OUT_DIR/kernels.json" ]; then
     # Every PyTorch kernel timing priced by the compute model on the node of its GPU (text only:
     # validate --measured reads every *.json below $OUT_DIR).
     log "kernel model against the PyTorch kernel timings"
-    "$SIM" validate --kernels "$OUT_DIR/kernels.json" --plot "$OUT_DIR/analysis/kernels-check.png" \
-           > "$OUT_DIR/analysis/kernels-check.txt" 2>&1
+    "$SIM" validate --kernels "$OUT_DIR/kernels.json" --plot "$AN/kernels-check.png" \
+           > "$AN/kernels-check.txt" 2>&1
     echo "validate --kernels: exit $?"
   fi
   if [ -n "$py" ]; then
     log "plots with $py"
-    "$py" scripts/plot_calibration.py "$OUT_DIR/calibration.json" "$OUT_DIR/analysis/calibration.png" || true
-    "$py" scripts/plot_validation.py "$OUT_DIR/analysis/validation.json" "$OUT_DIR/analysis/validation.png" || true
-    for f in "$OUT_DIR"/analysis/hw-wan1.3b-480p-17f-*.chunkflow.predicted.trace.json "$OUT_DIR"/analysis/hw-flux-1024-*.chunkflow.predicted.trace.json; do
+    "$py" scripts/plot_calibration.py "$AN/calibration.json" "$AN/calibration.png" || true
+    "$py" scripts/plot_validation.py "$AN/validation.json" "$AN/validation.png" || true
+    for f in "$AN"/hw-wan1.3b-480p-17f-*.chunkflow.predicted.trace.json "$AN"/hw-flux-1024-*.chunkflow.predicted.trace.json; do
       [ -f "$f" ] || continue
       b=$(basename "$f" .predicted.trace.json)
-      "$py" scripts/plot_timeline.py "$f" "$OUT_DIR/runs/$b.trace.json" "$OUT_DIR/analysis/$b.timeline.png" || true
+      "$py" scripts/plot_timeline.py "$f" "$OUT_DIR/runs/$b.trace.json" "$AN/$b.timeline.png" || true
     done
   else
     echo "plots: no python3 with matplotlib found (set PYTHON); run this script with --stage analyze where one exists" >> "$SKIPPED"
