@@ -10,6 +10,7 @@
 #include "model/analytical.hpp"
 #include "sim/flows.hpp"
 #include "sim/maxmin.hpp"
+#include "sim/sort_runs.hpp"
 #include "sim/symmetry.hpp"
 #include "sim/topology.hpp"
 
@@ -556,22 +557,44 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // 0: items as built; 1: (e) evaluated (sorted by release, then by tail); 2: sorted so without (e)'s scans.
   std::vector<char> state(static_cast<std::size_t>(resources));
   std::vector<std::pair<double, int>> by_upper;  // (upper bound of link_t, resource), largest first
-  // (e)'s two sorts, in the order (f) relies on (its lists end sorted by tail, descending); with
-  // `scan`, also (e)'s scans, returning the term. The same sorts on the same input give the same
-  // order, so a list sorted without the scans is the one (e) would have left.
+  // (e)'s two orders of a resource's items, from the order build_items leaves them in: by release
+  // (descending) into items_by_release, and by tail (descending) in place, the order (f) relies on;
+  // with `scan`, also (e)'s scans, returning the term. Each order is total over the fields read
+  // (release, tail, work), so the sorted list is unique: sort_by_runs (sim/sort_runs.hpp) leaves
+  // what std::sort would, and a list sorted without the scans is the one (e) would have left. It
+  // merges the runs the build order holds: a rank's copies in issue order have growing releases
+  // and shrinking tails (each waits for the one before it on its lane), and so do the collective
+  // groups' items in program order. Ties in release go by tail, descending, so that each prefix
+  // the scan takes within them is a set {release ≥ τ, tail ≥ q} of (e)'s (and ties in tail by
+  // release).
+  std::vector<std::vector<Item>> items_by_release(static_cast<std::size_t>(resources));
+  std::vector<Item> item_buffer;
+  std::vector<std::size_t> run_edges;
+  auto by_release = [](const Item& x, const Item& y) {
+    if (x.release_s != y.release_s) return x.release_s > y.release_s;
+    if (x.tail_s != y.tail_s) return x.tail_s > y.tail_s;
+    return x.work_bytes > y.work_bytes;
+  };
+  auto by_tail = [](const Item& x, const Item& y) {
+    if (x.tail_s != y.tail_s) return x.tail_s > y.tail_s;
+    if (x.release_s != y.release_s) return x.release_s > y.release_s;
+    return x.work_bytes > y.work_bytes;
+  };
   auto sort_items_s = [&](int res, bool scan) {
     const double capacity = solver.capacity(res);
     double release_s = 0;
     std::vector<Item>& v = items[std::size_t(res)];
+    std::vector<Item>& r = items_by_release[std::size_t(res)];
+    r = v;
     if (v.empty()) return release_s;
-    std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.release_s > y.release_s; });
+    sort_by_runs(r, item_buffer, run_edges, by_release);
     double work = 0, min_tail = kInf;
     if (scan)
-      for (const Item& it : v) {
+      for (const Item& it : r) {
         work += it.work_bytes, min_tail = std::min(min_tail, it.tail_s);
         release_s = std::max(release_s, it.release_s + work / capacity + min_tail);
       }
-    std::sort(v.begin(), v.end(), [](const Item& x, const Item& y) { return x.tail_s > y.tail_s; });
+    sort_by_runs(v, item_buffer, run_edges, by_tail);
     work = 0;
     double min_release = kInf;
     if (scan)
@@ -808,7 +831,18 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
           work[it.reverse] += it.work_bytes, min_release = std::min(min_release, it.release_s);
           if (may_raise(min_release, it.tail_s)) t = std::max(t, min_release + pair_lp_s(d, rev, work[0], work[1]) + it.tail_s);
         }
-        std::sort(sides.begin(), sides.end(), [](const Side& x, const Side& y) { return x.release_s > y.release_s; });
+        // The same flows by release (descending; ties by tail, then ρ's first, then by work): the
+        // two directions' lists in that order, merged.
+        sides.clear();
+        const std::vector<Item>&r0 = items_by_release[d.resource], &r1 = items_by_release[rev.resource];
+        for (i0 = 0, i1 = 0; i0 < r0.size() || i1 < r1.size();) {
+          if (i1 >= r1.size() || (i0 < r0.size() && (r0[i0].release_s != r1[i1].release_s ? r0[i0].release_s > r1[i1].release_s
+                                                     : r0[i0].tail_s != r1[i1].tail_s     ? r0[i0].tail_s > r1[i1].tail_s
+                                                                                          : true)))
+            sides.push_back({r0[i0].release_s, r0[i0].tail_s, r0[i0].work_bytes, false}), ++i0;
+          else
+            sides.push_back({r1[i1].release_s, r1[i1].tail_s, r1[i1].work_bytes, true}), ++i1;
+        }
         work[0] = work[1] = 0;
         double min_tail = kInf;
         for (const Side& it : sides) {

@@ -1,5 +1,6 @@
 // The step-time lower bound (sim/bound.hpp, issue 8 §1): no simulated step beats it on random
 // configurations, and no-offload on one GPU (no copies, no collectives) sits on it.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
@@ -10,6 +11,7 @@
 #include "property_sample.hpp"
 #include "runtime/scenario.hpp"
 #include "sim/bound.hpp"
+#include "sim/sort_runs.hpp"
 #include "sim_fixtures.hpp"
 
 using namespace chunkflow;
@@ -411,4 +413,39 @@ TEST_CASE("no simulated step time is below its bound where (h) applies: budgets,
   // the first 20 draws) need not reach them, so only the full run asserts that it binds. The case
   // before this one pins a capped and an uncapped one.
   if (wanted == 100) CHECK(binding > 0);
+}
+
+TEST_CASE("sort_by_runs leaves what std::sort leaves under a total order, on random lists of runs", "[bound]") {
+  // Lists built as step_bound's are: a few runs, ascending or descending, with repeats (a
+  // collective's flows crossing one resource give equal items) and values shared across runs.
+  struct Entry {
+    int key, field;
+  };
+  auto less = [](const Entry& x, const Entry& y) { return x.key != y.key ? x.key > y.key : x.field < y.field; };
+  std::mt19937 rng(20261127);
+  std::vector<Entry> buffer;
+  std::vector<std::size_t> edges;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<Entry> v;
+    const int runs = std::uniform_int_distribution<int>(0, 9)(rng);
+    for (int r = 0; r < runs; ++r) {
+      const int length = std::uniform_int_distribution<int>(0, 40)(rng);
+      const bool up = rng() % 2 == 0;
+      int key = std::uniform_int_distribution<int>(0, 50)(rng);
+      for (int i = 0; i < length; ++i) {
+        v.push_back({key, int(rng() % 3)});
+        if (rng() % 4 != 0) key += up ? int(rng() % 3) : -int(rng() % 3);  // repeats and steps
+      }
+    }
+    if (trial % 10 == 0) std::shuffle(v.begin(), v.end(), rng);  // no runs to speak of
+    std::vector<Entry> expected = v;
+    std::sort(expected.begin(), expected.end(), less);
+    sort_by_runs(v, buffer, edges, less);
+    REQUIRE(v.size() == expected.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      INFO("trial " << trial << ", entry " << i);
+      REQUIRE(v[i].key == expected[i].key);
+      REQUIRE(v[i].field == expected[i].field);
+    }
+  }
 }
