@@ -1,6 +1,7 @@
 #include "runtime/step_plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -293,7 +294,27 @@ void validate(const StepPlan& plan) {
     slot_holder_table.assign(std::size_t(table_ranks) * table_slots, -1);
   std::map<std::pair<int, int>, int> slot_holder;
   std::string slot_violation, group_violation;  // the first of each, reported after the checks before them
-  std::map<int, std::set<int>> groups;           // collective group → its ranks
+  // Collective group → its ranks: a bit mask per group id where every group id and rank fits one
+  // (ids in [0, 4·ops], ranks in [0, 64): what the builder makes), else a map of sets.
+  int group_end = 0;
+  bool group_masks = plan.info.ranks <= 64;
+  for (const auto& op : plan.ops)
+    if (op.kind == OpKind::collective) {
+      if (op.collective_group > int(std::min<std::size_t>(4 * plan.ops.size(), 1 << 24)) || op.rank >= 64) group_masks = false;
+      group_end = std::max(group_end, op.collective_group + 1);
+    }
+  std::vector<uint64_t> group_rank_mask(group_masks ? std::size_t(group_end) : 0, 0);
+  std::map<int, std::set<int>> groups;
+  auto join_group = [&](const PlanOp& op) {  // false when the op's rank is in its group already
+    if (group_masks && op.rank >= 0) {
+      uint64_t& mask = group_rank_mask[std::size_t(op.collective_group)];
+      const uint64_t bit = uint64_t(1) << op.rank;
+      if (mask & bit) return false;
+      mask |= bit;
+      return true;
+    }
+    return groups[op.collective_group].insert(op.rank).second;
+  };
   // Pass 3: weights, slots and collective groups.
   for (const auto& op : plan.ops) {
     if (op.kind != OpKind::h2d && op.stage >= 0) {
@@ -340,7 +361,7 @@ void validate(const StepPlan& plan) {
     }
     if (op.kind == OpKind::collective && group_violation.empty()) {  // one op per executed rank
       if (op.collective_group < 0) group_violation = op_label(op) + " belongs to no collective group";
-      else if (!groups[op.collective_group].insert(op.rank).second) group_violation = op_label(op) + ": two ops of one rank in a group";
+      else if (!join_group(op)) group_violation = op_label(op) + ": two ops of one rank in a group";
     }
   }
 
@@ -355,8 +376,18 @@ void validate(const StepPlan& plan) {
     if (rank >= table_ranks) check_balance(rank, b);
   if (!slot_violation.empty()) fail(slot_violation);
   if (!group_violation.empty()) fail(group_violation);
+  // In ascending group id over both tables (a negative rank, never in a mask, sends its group's
+  // ranks to the map alone).
+  for (int g = 0; g < int(group_rank_mask.size()); ++g) {
+    const uint64_t mask = group_rank_mask[std::size_t(g)];
+    if (mask == 0 && !groups.count(g)) continue;
+    const auto in_map = groups.find(g);
+    const int count = std::popcount(mask) + (in_map == groups.end() ? 0 : int(in_map->second.size()));
+    if (count != plan.info.ranks) fail("collective group " + std::to_string(g) + " misses ranks");
+  }
   for (const auto& [g, ranks] : groups)
-    if (int(ranks.size()) != plan.info.ranks) fail("collective group " + std::to_string(g) + " misses ranks");
+    if ((g < 0 || g >= int(group_rank_mask.size())) && int(ranks.size()) != plan.info.ranks)
+      fail("collective group " + std::to_string(g) + " misses ranks");
 }
 
 std::string plan_fnv1a64(const StepPlan& plan) {

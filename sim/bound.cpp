@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <stdexcept>
 
 #include "model/analytical.hpp"
@@ -172,14 +173,39 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       if (plan.ops[d].step == s) tail[std::size_t(d)] = std::max(tail[std::size_t(d)], through);
   }
 
-  // The collectives of step s by group (members share the flows, started when the last arrives)
-  // and the flows of each, once.
-  std::map<int, std::vector<int>> group_members;
+  // The collectives of step s by group (members share the flows, started when the last arrives),
+  // groups in ascending id, members in op order, and the flows of each, once (flows_of_group, into
+  // flow_cache: stable references). Flat arrays: a plan has hundreds of groups, and a map of
+  // vectors cost two heap blocks each.
+  int group_end = 0;  // collective group ids are in [0, group_end) (validate())
   for (const PlanOp& op : plan.ops)
-    if (op.step == s && op.kind == OpKind::collective) group_members[op.collective_group].push_back(op.id);
-  std::map<int, const std::vector<FlowSpec>*> group_flows;  // into flow_cache (stable references)
-  for (const auto& [g, members] : group_members)
-    group_flows[g] = &flow_cache.flows(plan.ops[members.front()]);
+    if (op.kind == OpKind::collective) {
+      if (op.collective_group < 0) throw std::logic_error("step_bound: " + op_label(op) + " belongs to no collective group");
+      group_end = std::max(group_end, op.collective_group + 1);
+    }
+  std::vector<int> group_index(static_cast<std::size_t>(group_end), -1);  // id → index, −1: none in step s
+  std::vector<int> member_begin(1, 0), member_ids;  // index k's members: member_ids[member_begin[k] ..)
+  {
+    std::vector<int> count(static_cast<std::size_t>(group_end), 0);
+    for (const PlanOp& op : plan.ops)
+      if (op.step == s && op.kind == OpKind::collective) ++count[std::size_t(op.collective_group)];
+    for (int g = 0; g < group_end; ++g)
+      if (count[std::size_t(g)] > 0) {
+        group_index[std::size_t(g)] = int(member_begin.size()) - 1;
+        member_begin.push_back(member_begin.back() + count[std::size_t(g)]);
+      }
+    member_ids.resize(std::size_t(member_begin.back()));
+    std::vector<int> next(member_begin.begin(), member_begin.end() - 1);
+    for (const PlanOp& op : plan.ops)
+      if (op.step == s && op.kind == OpKind::collective)
+        member_ids[std::size_t(next[std::size_t(group_index[std::size_t(op.collective_group)])]++)] = op.id;
+  }
+  const std::size_t groups = member_begin.size() - 1;
+  auto members_of = [&](std::size_t k) {
+    return std::span<const int>(member_ids.data() + member_begin[k], member_ids.data() + member_begin[k + 1]);
+  };
+  std::vector<const std::vector<FlowSpec>*> flows_of_group(groups);
+  for (std::size_t k = 0; k < groups; ++k) flows_of_group[k] = &flow_cache.flows(plan.ops[std::size_t(member_ids[std::size_t(member_begin[k])])]);
 
   // Per rank r (r* below), independent of the anchor: its last compute op of step s, its H2D bytes
   // less its carry (the old volume form of (b)) and its copy lane (c).
@@ -286,7 +312,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     double coeff;
   };
   struct GroupEntry {
-    std::size_t group;  // index in group_members' order
+    std::size_t group;  // index in flows_of_group
     double coeff, bytes;
   };
   std::vector<std::vector<RankEntry>> rank_entries(static_cast<std::size_t>(resources));
@@ -294,13 +320,9 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   for (int q = 0; q < ranks; ++q)
     if (h2d_route[q] && !h2d_ops[std::size_t(q)].empty())
       for (auto [res, coeff] : *h2d_route[q]) rank_entries[std::size_t(res)].push_back({q, coeff});
-  std::vector<const std::vector<FlowSpec>*> flows_of_group;
-  for (const auto& [g, members] : group_members) {
-    const std::vector<FlowSpec>& flows = *group_flows[g];
-    for (const FlowSpec& f : flows)
-      for (auto [res, coeff] : *f.route) group_entries[std::size_t(res)].push_back({flows_of_group.size(), coeff, f.bytes});
-    flows_of_group.push_back(&flows);
-  }
+  for (std::size_t k = 0; k < groups; ++k)
+    for (const FlowSpec& f : *flows_of_group[k])
+      for (auto [res, coeff] : *f.route) group_entries[std::size_t(res)].push_back({k, coeff, f.bytes});
   // The anchor of each candidate r*: its last compute op of step s−1.
   std::vector<int> anchor_of(static_cast<std::size_t>(ranks), -1);
   if (s > 0)
@@ -433,13 +455,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     return g;
   };
   std::vector<int> chain_groups;  // r*'s critical chain's collective groups of step s
-  std::vector<char> on_chain;     // by group id
-  {
-    int group_end = 0;
-    for (const PlanOp& op : plan.ops)
-      if (op.kind == OpKind::collective) group_end = std::max(group_end, op.collective_group + 1);
-    on_chain.assign(std::size_t(group_end), 0);
-  }
+  std::vector<char> on_chain(static_cast<std::size_t>(group_end), 0);  // by group id
 
   // (h) for the candidate whose dist and anchor are given: the largest over the (rank, resource)
   // pairs, 0 where it has nothing to add (derivation in sim/bound.hpp (h); symbols as there).
@@ -487,7 +503,8 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       double h0_s = 0, alone_s_sum = 0;
       u.assign(cl.size(), 0.0), p.assign(cl.size(), 1.0);
       for (int g : chain_groups) {
-        const GroupOnPair& gp = group_on(pair, plan.ops[std::size_t(group_members.at(g).front())], *group_flows.at(g));
+        const std::size_t k = std::size_t(group_index[std::size_t(g)]);
+        const GroupOnPair& gp = group_on(pair, plan.ops[std::size_t(member_ids[std::size_t(member_begin[k])])], *flows_of_group[k]);
         if (!(gp.bytes > 0)) continue;
         h0_s += gp.bytes / gp.x_hi, alone_s_sum += gp.alone_flows_s;
         for (std::size_t k = 0; k < cl.size(); ++k) u[k] = std::max(u[k], gp.u[k]), p[k] = std::min(p[k], gp.p[k]);
@@ -676,16 +693,15 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       }
     }
     {
-      std::size_t gi = 0;
-      for (const auto& [g, members] : group_members) {
+      for (std::size_t gi = 0; gi < groups; ++gi) {
         double release = -kInf, tail_s = -kInf;
-        for (int m : members) {
+        for (int m : members_of(gi)) {
           if (dist[std::size_t(m)] != -kInf)
             release = std::max(release, dist[std::size_t(m)] - min_duration_s(plan.ops[m]));
           tail_s = std::max(tail_s, tail[std::size_t(m)]);
         }
         const bool valid = !(release == -kInf || tail_s == -kInf);
-        group_items[gi++] = {release, tail_s, 0.0, valid};
+        group_items[gi] = {release, tail_s, 0.0, valid};
       }
     }
     // The volumes: the ranks' copies less their carry, then the flows of the groups that are

@@ -691,6 +691,25 @@ TEST_CASE("validate: slot and collective-group violations, each alone and with o
   CHECK_THAT(verdict(no_group(no_wait(good, refills.back()), collectives[0])), Catch::Contains(good.ops[refills.back()].name + " refills slot"));
   REQUIRE(collectives[0] < refills.back());  // the group violation comes first in issue order
   CHECK_THAT(verdict(unbalanced(no_group(good, collectives[0]))), Catch::Contains("memory does not balance"));
+  // A group with two ops of one rank names the later one; a group short of a rank names the lowest
+  // such group id, whether the ids fit validate's bit masks or not (an id beyond 4 · ops).
+  auto regroup = [](StepPlan p, int id, int group) {
+    p.ops[id].collective_group = group;
+    return p;
+  };
+  int partner = -1;  // a later collective of the same rank in another group
+  for (int c : collectives)
+    if (partner < 0 && c > collectives[0] && good.ops[c].rank == good.ops[collectives[0]].rank &&
+        good.ops[c].collective_group != good.ops[collectives[0]].collective_group)
+      partner = c;
+  REQUIRE(partner >= 0);
+  CHECK_THAT(verdict(regroup(good, collectives[0], good.ops[partner].collective_group)),
+             Catch::Contains(good.ops[partner].name + ": two ops of one rank in a group"));
+  int last_group = 0;
+  for (const PlanOp& op : good.ops) last_group = std::max(last_group, op.collective_group);
+  const std::string short_group = "collective group " + std::to_string(good.ops[collectives[0]].collective_group) + " misses ranks";
+  CHECK_THAT(verdict(regroup(good, collectives[0], last_group + 1)), Catch::Contains(short_group));
+  CHECK_THAT(verdict(regroup(good, collectives[0], 1 << 25)), Catch::Contains(short_group));
 }
 
 TEST_CASE("validate: a chunk that holds the weights of two stages must be waited for by both", "[policy][validate]") {
