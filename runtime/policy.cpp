@@ -85,8 +85,13 @@ StepPlan OffloadPolicy::plan(const Workload& w, const NodeSpec& node, const Poli
 PlanDecision decide_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config) {
   validate(w);
   validate(node);
+  return decide_plan_validated(w, node, forward_cost(w), config);
+}
+
+PlanDecision decide_plan_validated(const Workload& w, const NodeSpec& node, const ForwardCost& cost,
+                                   const PolicyConfig& config) {
   validate(config);
-  check_plan_limits(w, forward_cost(w), node, config);  // sizes bounded before allocating
+  check_plan_limits(w, cost, node, config);  // sizes bounded before allocating
   PlanDecision d = find_policy(config.policy).decide(w, node, config);
   d.info.policy = config.policy;  // the builder leaves both as they are
   d.info.memory_budget_bytes = config.memory_budget_bytes.value_or(0.0);

@@ -73,6 +73,14 @@ StepPlan build_plan(const Workload& w, const NodeSpec& node, const PolicyConfig&
 /// memo, sim/grid.hpp, looks its outcome up by the decision).
 PlanDecision decide_plan(const Workload& w, const NodeSpec& node, const PolicyConfig& config);
 
+/// decide_plan for a workload and node validated already (validate(w), validate(node): a grid's
+/// scenarios are, when read, runtime/scenario.hpp scenario_from_json) with `cost` =
+/// forward_cost(w) computed once: validates the config, checks the plan limits and decides, as
+/// decide_plan does after its first two checks, with the same result. The grid path
+/// (sim/grid.cpp run_grid_config) calls it per configuration. Throws InputError as decide_plan.
+PlanDecision decide_plan_validated(const Workload& w, const NodeSpec& node, const ForwardCost& cost,
+                                   const PolicyConfig& config);
+
 /// Drops the chunkflow planners this thread keeps between plans (runtime/policy_chunkflow.cpp keeps
 /// the eight most recent (workload, node, simulated steps, chunk size) inputs with the residencies
 /// and estimates they computed): the next chunkflow plan is made by a fresh planner. Plans are the

@@ -451,7 +451,7 @@ GridRow run_grid_config(const Grid& grid, const GridConfig& config) {
   out.config = config;
   PlanDecision d;
   try {
-    d = decide_plan(gw.scenario.workload, gw.scenario.node, p);
+    d = decide_plan_validated(gw.scenario.workload, gw.scenario.node, gw.cost, p);  // validated when read
   } catch (const InputError& e) {
     if (!(p.memory_budget_bytes && e.field() == "/policy/memory_budget_gib")) throw;
     out.left_out_reason = gw.scenario.name + ", " + describe(p) + ": " + e.message();
