@@ -294,26 +294,25 @@ void validate(const StepPlan& plan) {
     slot_holder_table.assign(std::size_t(table_ranks) * table_slots, -1);
   std::map<std::pair<int, int>, int> slot_holder;
   std::string slot_violation, group_violation;  // the first of each, reported after the checks before them
-  // Collective group → its ranks: a bit mask per group id where every group id and rank fits one
-  // (ids in [0, 4·ops], ranks in [0, 64): what the builder makes), else a map of sets.
+  // Collective group → its ranks: a bit mask per group id where every collective's group id and
+  // rank fit one (ids in [0, 4·ops], ranks in [0, 64): what the builder makes), else a map of sets.
   int group_end = 0;
-  bool group_masks = plan.info.ranks <= 64;
+  bool group_masks = true;
   for (const auto& op : plan.ops)
     if (op.kind == OpKind::collective) {
-      if (op.collective_group > int(std::min<std::size_t>(4 * plan.ops.size(), 1 << 24)) || op.rank >= 64) group_masks = false;
+      if (op.collective_group > int(std::min<std::size_t>(4 * plan.ops.size(), 1 << 24)) || op.rank < 0 || op.rank >= 64)
+        group_masks = false;
       group_end = std::max(group_end, op.collective_group + 1);
     }
   std::vector<uint64_t> group_rank_mask(group_masks ? std::size_t(group_end) : 0, 0);
   std::map<int, std::set<int>> groups;
   auto join_group = [&](const PlanOp& op) {  // false when the op's rank is in its group already
-    if (group_masks && op.rank >= 0) {
-      uint64_t& mask = group_rank_mask[std::size_t(op.collective_group)];
-      const uint64_t bit = uint64_t(1) << op.rank;
-      if (mask & bit) return false;
-      mask |= bit;
-      return true;
-    }
-    return groups[op.collective_group].insert(op.rank).second;
+    if (!group_masks) return groups[op.collective_group].insert(op.rank).second;
+    uint64_t& mask = group_rank_mask[std::size_t(op.collective_group)];
+    const uint64_t bit = uint64_t(1) << op.rank;
+    if (mask & bit) return false;
+    mask |= bit;
+    return true;
   };
   // Pass 3: weights, slots and collective groups.
   for (const auto& op : plan.ops) {
@@ -376,17 +375,12 @@ void validate(const StepPlan& plan) {
     if (rank >= table_ranks) check_balance(rank, b);
   if (!slot_violation.empty()) fail(slot_violation);
   if (!group_violation.empty()) fail(group_violation);
-  // In ascending group id over both tables (a negative rank, never in a mask, sends its group's
-  // ranks to the map alone).
-  for (int g = 0; g < int(group_rank_mask.size()); ++g) {
-    const uint64_t mask = group_rank_mask[std::size_t(g)];
-    if (mask == 0 && !groups.count(g)) continue;
-    const auto in_map = groups.find(g);
-    const int count = std::popcount(mask) + (in_map == groups.end() ? 0 : int(in_map->second.size()));
-    if (count != plan.info.ranks) fail("collective group " + std::to_string(g) + " misses ranks");
-  }
+  // In ascending group id, over whichever table was kept.
+  for (int g = 0; g < int(group_rank_mask.size()); ++g)
+    if (group_rank_mask[std::size_t(g)] != 0 && std::popcount(group_rank_mask[std::size_t(g)]) != plan.info.ranks)
+      fail("collective group " + std::to_string(g) + " misses ranks");
   for (const auto& [g, ranks] : groups)
-    if ((g < 0 || g >= int(group_rank_mask.size())) && int(ranks.size()) != plan.info.ranks)
+    if (int(ranks.size()) != plan.info.ranks)
       fail("collective group " + std::to_string(g) + " misses ranks");
 }
 
