@@ -191,7 +191,7 @@ class Planner {
       before_last_step_max_s_ += longest;
       ++c;
     }
-    stall_free_ = run({}, 0, WindowMode::yield, {}, {}, {});
+    stall_free_ = run({}, readers_of({}), 0, WindowMode::yield, {}, {}, {});
     stall_free_.program_start_s = scratch_.start_s;  // per_window's prediction when nothing else is feasible
     critical_path_s_ = stall_free_.step_time_s;
   }
@@ -411,23 +411,65 @@ class Planner {
     return int(std::min<double>(std::floor(left / slot_bytes), double(chunks.size())));
   }
 
+  /// Where run_pass looks for the chunks a position waits for, per position p of a step: for a
+  /// compute op, the tightest range of its block's chunks that holds every chunk overlapping its
+  /// byte range (the pass still tests each one in it for overlap, in index order, as a walk over
+  /// the whole block would); for FSDP's all-gather (a collective with a byte range), every chunk of
+  /// its block. Indices are within a step's chunk list: chunks() lists the steps one after another,
+  /// each alike and in block order, so step s's chunk q is chunks[s · per_step + q].
+  struct ChunkReaders {
+    std::size_t per_step = 0;
+    std::vector<std::pair<std::size_t, std::size_t>> range;  ///< per position: [first, last)
+  };
+  /// ChunkReaders of `chunks` (a chunks() list, or none): O(positions + a step's chunks × the
+  /// positions of their block) once per chunk list, where the walk it replaces ran once per pass.
+  ChunkReaders readers_of(const std::vector<Chunk>& chunks) const {
+    ChunkReaders r;
+    r.per_step = chunks.size() / std::size_t(steps_);
+    r.range.assign(std::size_t(n_), {0, 0});
+    std::vector<std::pair<std::size_t, std::size_t>> block_range(cost_.blocks.size(), {0, 0});
+    for (std::size_t q = r.per_step; q-- > 0;) {
+      if (q > 0 && chunks[q - 1].block > chunks[q].block)
+        throw std::logic_error("chunkflow planner: a step's chunks are not in block order");
+      auto& [first, last] = block_range[std::size_t(chunks[q].block)];
+      if (last == 0) last = q + 1;
+      first = q;
+    }
+    for (int p = 0; p < n_; ++p) {
+      const auto& pos = layout_.at(p);
+      const auto [first, last] = block_range[std::size_t(pos.block)];
+      if (pos.collective) {
+        if (pos.hi_bytes > pos.lo_bytes) r.range[std::size_t(p)] = {first, last};
+        continue;
+      }
+      std::size_t lo = last, hi = last;
+      for (std::size_t q = first; q < last; ++q)
+        if (chunks[q].offset_bytes < pos.hi_bytes && chunks[q].offset_bytes + chunks[q].bytes > pos.lo_bytes) {
+          if (lo == last) lo = q;
+          hi = q + 1;
+        }
+      r.range[std::size_t(p)] = {lo, hi};
+    }
+    return r;
+  }
+
   /// One closed-loop pass: the copy lane and the program of rank 0, copies decided as they go.
   /// Re-times the copies lazily (run_pass, `lazy`) unless planner_exhaustive is set or the windows
   /// it would time them against are out of order by a rounding (then it runs again, eagerly): the
   /// two give the same estimate, bit for bit (tests/test_policy.cpp).
   /// With `stop_at_s` finite (never under planner_exhaustive), a pass that cannot end with a step
   /// time below it stops early and returns an infeasible estimate (run_pass).
-  Estimate run(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
+  Estimate run(const std::vector<Chunk>& chunks, const ChunkReaders& readers, int slot_count, WindowMode mode,
                const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
                const std::vector<double>& pred_program_start_s, const Estimate* lane_pred = nullptr,
                double stop_at_s = kInf) const {
     if (!planner_exhaustive) {
       bool in_order = true;
-      Estimate e = run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, &in_order,
+      Estimate e = run_pass(chunks, readers, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, &in_order,
                             stop_at_s);
       if (in_order) return e;
     }
-    return run_pass(chunks, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, nullptr,
+    return run_pass(chunks, readers, slot_count, mode, pred_start_s, pred_end_s, pred_program_start_s, lane_pred, nullptr,
                     planner_exhaustive ? kInf : stop_at_s);
   }
 
@@ -450,7 +492,7 @@ class Planner {
   /// 1e-9 relative margin for the rounding of the sums; so the step time is at least that less
   /// E(s−1). The lazy pass stops on the values the eager one computes (the copies it times before a
   /// rounding breaks the windows' order are timed as the eager pass times them).
-  Estimate run_pass(const std::vector<Chunk>& chunks, int slot_count, WindowMode mode,
+  Estimate run_pass(const std::vector<Chunk>& chunks, const ChunkReaders& readers, int slot_count, WindowMode mode,
                     const std::vector<double>& pred_start_s, const std::vector<double>& pred_end_s,
                     const std::vector<double>& pred_program_start_s, const Estimate* lane_pred, bool* in_order,
                     double stop_at_s = kInf) const {
@@ -815,7 +857,6 @@ class Planner {
     // the compute lane; collectives in order on the comm lane, each after the compute op before it
     // (or, FSDP's all-gather, after the last compute op two blocks back) and gating the next compute
     // op (ring attention's K/V pass: the one after next, so the attention overlaps it).
-    std::size_t first_chunk_of_block = 0;
     double compute_end = 0, comm_end = 0;  // lanes' last ends
     bool any_compute = false;
     double compute_end_block_m1 = -1, compute_end_block_m2 = -1;  // last compute end, 1 and 2 blocks back
@@ -840,9 +881,8 @@ class Planner {
         if (pos.hi_bytes > pos.lo_bytes) {
           // FSDP (issue 9): the all-gather reads every copy of its block's shard; it waits for them,
           // and a schedule whose slots cannot hold them all before it is infeasible.
-          for (std::size_t q = 0; q < chunks.size(); ++q) {
-            const Chunk& ch = chunks[q];
-            if (ch.step != s || ch.block != pos.block) continue;
+          const auto [first, last] = readers.range[std::size_t(g % n_)];
+          for (std::size_t q = std::size_t(s) * readers.per_step + first; q < std::size_t(s) * readers.per_step + last; ++q) {
             if (q >= j) return e;
             if (lazy) while (timed <= w.chunk_piece[q]) time_next();
             ready = std::max(ready, landed_s[q]);
@@ -890,12 +930,8 @@ class Planner {
             ++it;
           }
         }
-        while (first_chunk_of_block < chunks.size() &&
-               (chunks[first_chunk_of_block].step < s ||
-                (chunks[first_chunk_of_block].step == s && chunks[first_chunk_of_block].block < pos.block)))
-          ++first_chunk_of_block;
-        for (std::size_t q = first_chunk_of_block;
-             q < chunks.size() && chunks[q].step == s && chunks[q].block == pos.block; ++q) {
+        const auto [first, last] = readers.range[std::size_t(g % n_)];
+        for (std::size_t q = std::size_t(s) * readers.per_step + first; q < std::size_t(s) * readers.per_step + last; ++q) {
           const Chunk& ch = chunks[q];
           if (!(ch.offset_bytes < pos.hi_bytes && ch.offset_bytes + ch.bytes > pos.lo_bytes)) continue;
           if (q >= j) return e;  // needed before it could be issued: the slots are too few
@@ -977,6 +1013,7 @@ class Planner {
   /// (estimate_at passes volume_bound_s: the bound the default planner skips by must hold): a pass
   /// below it throws std::logic_error.
   Estimate best_schedule(const std::vector<Chunk>& chunks, int slot_count, double bound_s = 0) const {
+    const ChunkReaders readers = readers_of(chunks);
     Estimate best;
     Estimate best_prediction = stall_free_;  // per_window's: the best single-treatment estimate's
     for (WindowMode mode : {WindowMode::share_free, WindowMode::yield, WindowMode::share_tolerant, WindowMode::ignore,
@@ -997,7 +1034,7 @@ class Planner {
         // it cannot (run_pass). An earlier pass runs in full: the next predicts from its windows.
         const bool last_pass = pass + 1 == (per_window ? 1 : 2);
         const double stop_at_s = last_pass && !planner_exhaustive ? best.step_time_s * (1 - 1e-9) : kInf;
-        Estimate e = run(chunks, slot_count, mode, prev_start, prev_end, seed.program_start_s,
+        Estimate e = run(chunks, readers, slot_count, mode, prev_start, prev_end, seed.program_start_s,
                          seed.chunk_slack_s.empty() ? nullptr : &seed, stop_at_s);
         if (planner_exhaustive && e.feasible && e.step_time_s < bound_s * (1 - 1e-9))
           throw std::logic_error("chunkflow planner: a closed-loop pass (" + std::to_string(e.step_time_s) +
