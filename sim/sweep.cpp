@@ -143,11 +143,16 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
   std::vector<char> done(mine.size(), 0);
   // Configurations whose decisions are equal (sim/decision_memo.hpp: "auto" resolving to a listed
   // fraction, a fraction of 1 at every chunk size) build, validate and simulate one plan.
+  // The workload and node are validated and costed once (decide_plan_validated); where either is
+  // bad, every configuration's decide_plan reports it below, before the cost is read.
   ForwardCost cost;
+  bool validated = false;
   try {
+    validate(scenario.workload);
+    validate(scenario.node);
     cost = forward_cost(scenario.workload);
-  } catch (const InputError&) {
-    // A bad workload: every configuration's decide_plan reports it below, before the cost is read.
+    validated = true;
+  } catch (...) {  // reported per configuration, by decide_plan, as before
   }
   DecisionMemo memo;
   // A configuration whose decision another thread is simulating right now (the default sweep's
@@ -159,7 +164,9 @@ std::vector<SweepRow> run_sweep(const Scenario& scenario, const std::vector<Poli
     if (interrupt_signal()) return;  // SIGINT/SIGTERM: start nothing more (sim/interrupt.hpp)
     try {
       const PolicyConfig& config = configs[mine[i]];
-      PlanDecision d = decided ? std::move(*decided) : decide_plan(scenario.workload, scenario.node, config);
+      PlanDecision d = decided     ? std::move(*decided)
+                       : validated ? decide_plan_validated(scenario.workload, scenario.node, cost, config)
+                                   : decide_plan(scenario.workload, scenario.node, config);
       std::optional<DecisionRun> run;
       if (decided) {
         run = run_decision(scenario.workload, scenario.node, cost, 0, config.steps, std::move(d), options, &memo);
