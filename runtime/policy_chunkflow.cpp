@@ -453,10 +453,11 @@ class Planner {
     return r;
   }
 
-  /// One closed-loop pass: the copy lane and the program of rank 0, copies decided as they go.
-  /// Re-times the copies lazily (run_pass, `lazy`) unless planner_exhaustive is set or the windows
-  /// it would time them against are out of order by a rounding (then it runs again, eagerly): the
-  /// two give the same estimate, bit for bit (tests/test_policy.cpp).
+  /// One closed-loop pass: the copy lane and the program of rank 0, copies decided as they go
+  /// (`readers` = readers_of(chunks), made once per chunk list by best_schedule). Re-times the
+  /// copies lazily (run_pass, `lazy`) unless planner_exhaustive is set or the windows it would
+  /// time them against are out of order by a rounding (then it runs again, eagerly): the two give
+  /// the same estimate, bit for bit (tests/test_policy.cpp).
   /// With `stop_at_s` finite (never under planner_exhaustive), a pass that cannot end with a step
   /// time below it stops early and returns an infeasible estimate (run_pass).
   Estimate run(const std::vector<Chunk>& chunks, const ChunkReaders& readers, int slot_count, WindowMode mode,
