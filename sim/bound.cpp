@@ -295,7 +295,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // Per rank, the H2D ops of step s in issue order with their minimum durations (the route is the
   // rank's, h2d_route); and per resource, where its items of (e) come from, in the order they are
   // built: the ranks whose H2D route crosses it (with the coefficient; rank, then issue order, then
-  // route entry), then the collective groups' flows crossing it (group, flow, route entry). None of
+  // route entry), then the collective groups crossing it (group; one item per group, below). None of
   // this depends on the anchor.
   struct H2dOp {
     std::size_t id;
@@ -313,16 +313,29 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   };
   struct GroupEntry {
     std::size_t group;  // index in flows_of_group
-    double coeff, bytes;
+    double work_bytes;  // Σ coefficient × bytes over the group's flows' entries on the resource (below)
   };
   std::vector<std::vector<RankEntry>> rank_entries(static_cast<std::size_t>(resources));
   std::vector<std::vector<GroupEntry>> group_entries(static_cast<std::size_t>(resources));
   for (int q = 0; q < ranks; ++q)
     if (h2d_route[q] && !h2d_ops[std::size_t(q)].empty())
       for (auto [res, coeff] : *h2d_route[q]) rank_entries[std::size_t(res)].push_back({q, coeff});
+  // A group's flows share their release and tail (the group's), so on a resource they are one
+  // item of (e) and (f), their works summed (flow, then route entry): with every work ≥ 0, a scan's
+  // prefix that holds some of them is worth no more than the longer prefix to the end of their run
+  // of equal release and tail, which holds them all (the same release and tail terms, more work),
+  // so each scan's largest value is the same. A negative work (routes.cpp makes none) stays an
+  // item of its own.
   for (std::size_t k = 0; k < groups; ++k)
     for (const FlowSpec& f : *flows_of_group[k])
-      for (auto [res, coeff] : *f.route) group_entries[std::size_t(res)].push_back({k, coeff, f.bytes});
+      for (auto [res, coeff] : *f.route) {
+        std::vector<GroupEntry>& entries = group_entries[std::size_t(res)];
+        const double work = coeff * f.bytes;
+        if (!entries.empty() && entries.back().group == k && entries.back().work_bytes >= 0 && work >= 0)
+          entries.back().work_bytes += work;
+        else
+          entries.push_back({k, work});
+      }
   // The anchor of each candidate r*: its last compute op of step s−1.
   std::vector<int> anchor_of(static_cast<std::size_t>(ranks), -1);
   if (s > 0)
@@ -628,7 +641,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   std::vector<RankItems> rank_items(static_cast<std::size_t>(ranks)), group_items(flows_of_group.size());
   std::vector<char> has_items(static_cast<std::size_t>(resources));
   // The items of resource res for the candidate whose dist is current, in the order (e) defines:
-  // its ranks' copies (rank, issue order, route entry), then the groups' flows (group, flow, entry).
+  // its ranks' copies (rank, issue order, route entry), then the groups (group order).
   auto build_items = [&](int res) {
     std::vector<Item>& v = items[std::size_t(res)];
     v.clear();
@@ -649,7 +662,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     }
     for (const GroupEntry& e : group_entries[std::size_t(res)]) {
       const RankItems& gi = group_items[e.group];
-      if (gi.any) v.push_back({gi.max_release_s, gi.max_tail_s, e.coeff * e.bytes});
+      if (gi.any) v.push_back({gi.max_release_s, gi.max_tail_s, e.work_bytes});
     }
   };
   const bool shortcuts = !bound_exhaustive;
@@ -749,7 +762,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         const RankItems& gi = group_items[e.group];
         if (!gi.any) continue;
         max_rel = std::max(max_rel, gi.max_release_s), max_tail = std::max(max_tail, gi.max_tail_s);
-        abs_work += std::abs(e.coeff * e.bytes), any = true;
+        abs_work += std::abs(e.work_bytes), any = true;
       }
       has_items[k] = any, max_release_s[k] = max_rel, max_tail_s[k] = max_tail, abs_work_bytes[k] = abs_work;
     }
