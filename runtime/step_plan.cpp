@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -150,23 +151,57 @@ class DepSet {
   std::vector<int> sorted_;
 };
 
-}  // namespace
+/// K when the plan's ops are plan.info.ranks ≥ 2 copies of its first K ops, as the plan builder
+/// makes them: op k (k < K) on rank 0, and op j·K + k equal to op k in every field validate reads
+/// (kind, lane, step, block, stage, chunk, slot, bytes, source offset, collective group, alloc and
+/// free bytes) but its id (j·K + k), its rank (j) and its deps and data deps (op k's, each + j·K);
+/// else 0. O(ops + deps).
+int rank_copies_of_prefix(const StepPlan& plan) {
+  const int ranks = plan.info.ranks;
+  const std::size_t n = plan.ops.size();
+  if (ranks < 2 || n == 0 || n % std::size_t(ranks) != 0) return 0;
+  const std::size_t k_ops = n / std::size_t(ranks);
+  for (std::size_t k = 0; k < k_ops; ++k)
+    if (plan.ops[k].rank != 0) return 0;
+  for (int j = 1; j < ranks; ++j) {
+    const int shift = j * int(k_ops);
+    for (std::size_t k = 0; k < k_ops; ++k) {
+      const PlanOp& a = plan.ops[k];
+      const PlanOp& b = plan.ops[std::size_t(shift) + k];
+      if (b.id != shift + int(k) || b.rank != j || b.kind != a.kind || b.lane != a.lane || b.step != a.step ||
+          b.block != a.block || b.stage != a.stage || b.chunk != a.chunk || b.slot != a.slot || b.bytes != a.bytes ||
+          b.src_offset_bytes != a.src_offset_bytes || b.collective_group != a.collective_group ||
+          b.alloc_bytes != a.alloc_bytes || b.free_bytes != a.free_bytes || b.deps.size() != a.deps.size() ||
+          b.data_deps.size() != a.data_deps.size())
+        return 0;
+      for (std::size_t d = 0; d < a.deps.size(); ++d)
+        if (b.deps[d] != a.deps[d] + shift) return 0;
+      for (std::size_t d = 0; d < a.data_deps.size(); ++d)
+        if (b.data_deps[d] != a.data_deps[d] + shift) return 0;
+    }
+  }
+  return int(k_ops);
+}
 
-void validate(const StepPlan& plan) {
+/// The checks of validate() on the plan's first n ops as a plan of `executed_ranks` ranks (the
+/// whole plan: n = its op count, plan.info.ranks). Throws what validate() throws. Returns false,
+/// having judged nothing, when n is not the whole plan and some op depends on a later one (the
+/// cycle search reads the whole plan's graph).
+bool validate_ops(const StepPlan& plan, int n, int executed_ranks) {
   // The checks run in the order the header lists them, and the first violation found is reported
   // (the same one a check-by-check run over the ops would report). To read the ops (a 1 MiB-chunk
   // plan holds ~10^5 of them, tens of MB) three times instead of once per check: the first pass
   // also gathers what later checks read (chunk index, memory balance, last readers), the second
   // checks lane order and files the chunks, and the third checks weights, slots and collective
   // groups, keeping the first slot and group violation until the checks before them have passed.
-  const int n = static_cast<int>(plan.ops.size());
+  const std::span<const PlanOp> ops(plan.ops.data(), std::size_t(n));
   DepSet in_list;  // reused: one op's deps or data_deps at a time
 
-  // Flat tables for ranks [0, plan.info.ranks) (maps for any other rank: a broken plan is still
+  // Flat tables for ranks [0, executed_ranks) (maps for any other rank: a broken plan is still
   // judged, by the same rules). The h2d ops of each (rank, step, block) get a dense index:
   // (rank · steps + step) · blocks + block for steps [0, plan.info.steps) and blocks of plan.cost
   // (when that table has at most 2^24 entries), numbers past the table, from a map, for any other.
-  const int table_ranks = std::clamp(plan.info.ranks, 0, 1 << 16);
+  const int table_ranks = std::clamp(executed_ranks, 0, 1 << 16);
   const std::size_t table_steps = std::size_t(std::clamp(plan.info.steps, 0, 1 << 20));
   const std::size_t table_blocks = plan.cost.blocks.size();
   std::size_t table_keys = std::size_t(table_ranks) * table_steps * table_blocks;
@@ -192,7 +227,7 @@ void validate(const StepPlan& plan) {
 
   // Pass 1: ids and dependency lists; gathers the rest.
   bool deps_precede = true;  // every op depends on earlier ops only
-  for (const auto& op : plan.ops) {
+  for (const auto& op : ops) {
     if (op.id < 0 || op.id >= n || &plan.ops[op.id] != &op) fail("op ids are not their indices");
     for (int d : op.deps) {
       if (d < 0 || d >= n || d == op.id) fail(op_label(op) + " depends on a missing op " + std::to_string(d));
@@ -237,6 +272,7 @@ void validate(const StepPlan& plan) {
   // StepPlan::add makes them), the id order is a topological order and there is no cycle;
   // otherwise a depth-first search decides (boost throws not_a_dag).
   if (!deps_precede) {
+    if (std::size_t(n) != plan.ops.size()) return false;
     std::vector<std::size_t> order;
     StepPlan::Graph graph = plan.dependency_graph();
     try {
@@ -254,7 +290,7 @@ void validate(const StepPlan& plan) {
   for (std::size_t k = 0; k < keys; ++k) chunk_begin[k + 1] += chunk_begin[k];
   std::vector<int> fill(chunk_begin.begin(), chunk_begin.end() - 1);
   std::vector<int> by_offset(static_cast<std::size_t>(chunk_begin[keys]), 0);
-  for (const auto& op : plan.ops) {
+  for (const auto& op : ops) {
     const int lane = int(op.lane);
     const bool in_table = op.rank >= 0 && op.rank < table_ranks && lane >= 0 && lane < 3;
     int* last = nullptr;
@@ -286,7 +322,7 @@ void validate(const StepPlan& plan) {
     if (!std::is_sorted(first, last, by_source_offset)) std::stable_sort(first, last, by_source_offset);
   }
   // Slots: a slot is refilled only after the op that frees its previous chunk. (rank, slot) → h2d
-  // op now holding it: a flat table for ranks [0, plan.info.ranks) (slots are checked to lie in
+  // op now holding it: a flat table for ranks [0, executed_ranks) (slots are checked to lie in
   // [0, slot_count) first), a map for other ranks.
   const std::size_t table_slots = std::size_t(std::clamp(plan.info.slot_count, 0, 1 << 20));
   std::vector<int> slot_holder_table;
@@ -298,9 +334,9 @@ void validate(const StepPlan& plan) {
   // rank fit one (ids in [0, 4·ops], ranks in [0, 64): what the builder makes), else a map of sets.
   int group_end = 0;
   bool group_masks = true;
-  for (const auto& op : plan.ops)
+  for (const auto& op : ops)
     if (op.kind == OpKind::collective) {
-      if (op.collective_group > int(std::min<std::size_t>(4 * plan.ops.size(), 1 << 24)) || op.rank < 0 || op.rank >= 64)
+      if (op.collective_group > int(std::min<std::size_t>(4 * ops.size(), 1 << 24)) || op.rank < 0 || op.rank >= 64)
         group_masks = false;
       group_end = std::max(group_end, op.collective_group + 1);
     }
@@ -315,7 +351,7 @@ void validate(const StepPlan& plan) {
     return true;
   };
   // Pass 3: weights, slots and collective groups.
-  for (const auto& op : plan.ops) {
+  for (const auto& op : ops) {
     if (op.kind != OpKind::h2d && op.stage >= 0) {
       const std::size_t k = index_of(op);
       if (k < keys && chunk_begin[k] != chunk_begin[k + 1]) {
@@ -377,11 +413,36 @@ void validate(const StepPlan& plan) {
   if (!group_violation.empty()) fail(group_violation);
   // In ascending group id, over whichever table was kept.
   for (int g = 0; g < int(group_rank_mask.size()); ++g)
-    if (group_rank_mask[std::size_t(g)] != 0 && std::popcount(group_rank_mask[std::size_t(g)]) != plan.info.ranks)
+    if (group_rank_mask[std::size_t(g)] != 0 && std::popcount(group_rank_mask[std::size_t(g)]) != executed_ranks)
       fail("collective group " + std::to_string(g) + " misses ranks");
   for (const auto& [g, ranks] : groups)
-    if (int(ranks.size()) != plan.info.ranks)
+    if (int(ranks.size()) != executed_ranks)
       fail("collective group " + std::to_string(g) + " misses ranks");
+  return true;
+}
+
+}  // namespace
+
+namespace {
+thread_local bool validate_exhaustive = false;  // set_validate_exhaustive
+}  // namespace
+
+void set_validate_exhaustive(bool on) { validate_exhaustive = on; }
+
+void validate(const StepPlan& plan) {
+  // A plan whose ranks run copies of rank 0's ops (rank_copies_of_prefix) is valid when rank 0's
+  // ops are, as a one-rank plan: every check but the collective groups' is per rank, and reads
+  // rank j's ops as it reads rank 0's (ids, deps and the tables keyed by rank shifted alike); and
+  // a group with exactly one op on rank 0 has exactly one on every rank (the groups of rank j are
+  // rank 0's). Where rank 0's ops fail (or cannot be judged alone), the whole plan is checked,
+  // so a violation is reported as the check over every op reports it.
+  if (const int k_ops = validate_exhaustive ? 0 : rank_copies_of_prefix(plan); k_ops > 0) {
+    try {
+      if (validate_ops(plan, k_ops, 1)) return;
+    } catch (const std::exception&) {
+    }
+  }
+  validate_ops(plan, int(plan.ops.size()), plan.info.ranks);
 }
 
 std::string plan_fnv1a64(const StepPlan& plan) {

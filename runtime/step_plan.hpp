@@ -118,7 +118,15 @@ std::pair<double, double> stage_weight_range(const BlockCost& block, int s);
 ///  - memory balances: per rank, Σ alloc_bytes == Σ free_bytes, and no slot is refilled before
 ///    the ops that free its previous chunk have run (h2d depends on them);
 ///  - every collective group has one op per executed rank.
+/// A plan whose ranks run copies of rank 0's ops (the plan builder's: every field validate reads
+/// equal, ids and dependencies shifted by rank × ops per rank) passes when rank 0's ops pass as a
+/// one-rank plan, and is checked op by op otherwise (step_plan.cpp validate); the verdict and the
+/// message are those of the check over every op either way (tests/test_policy.cpp compares them).
 void validate(const StepPlan& plan);
+
+/// Set (for tests), this thread's validate checks every op of every plan; unset (the default), a
+/// plan whose ranks copy rank 0's ops is judged from rank 0's (validate above).
+void set_validate_exhaustive(bool on);
 
 /// The plan's identity: 64-bit FNV-1a (model/fnv1a.hpp) as "0x" + 16 hex digits, over what the
 /// executors act on: the model id, executed ranks, simulated steps, slot count and slot bytes, the

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <random>
@@ -710,6 +711,86 @@ TEST_CASE("validate: slot and collective-group violations, each alone and with o
   const std::string short_group = "collective group " + std::to_string(good.ops[collectives[0]].collective_group) + " misses ranks";
   CHECK_THAT(verdict(regroup(good, collectives[0], last_group + 1)), Catch::Contains(short_group));
   CHECK_THAT(verdict(regroup(good, collectives[0], 1 << 25)), Catch::Contains(short_group));
+}
+
+TEST_CASE("validate: a plan whose ranks copy rank 0's ops gets the verdict and the message of the check over "
+          "every op",
+          "[policy][validate]") {
+  // validate judges a plan whose ranks run copies of rank 0's ops (the builder's) from rank 0's
+  // ops. Each break below is made on every rank alike (the plan still copies rank 0's ops: rank 0's
+  // check fails, and the whole plan is checked) or on the last rank only (it no longer does).
+  auto verdict = [](const StepPlan& p, bool exhaustive) -> std::string {
+    set_validate_exhaustive(exhaustive);
+    std::string v = "valid";
+    try {
+      validate(p);
+    } catch (const std::logic_error& e) {
+      v = e.what();
+    }
+    set_validate_exhaustive(false);
+    return v;
+  };
+  for (const auto& [node_id, ulysses] : {std::pair<std::string, int>{"2xh100-pcie", 2}, {"8xh100-pcie", 4}}) {
+    const StepPlan good = build_plan(workload("wan2.1-t2v-1.3b", 256, 256, 5, ulysses), node(node_id), policy("chunkflow", 0.0, 16));
+    const int ranks = good.info.ranks;
+    REQUIRE(ranks >= 2);
+    const int per_rank = int(good.ops.size()) / ranks;
+    CHECK(verdict(good, false) == "valid");
+    CHECK(verdict(good, true) == "valid");
+    // Rank 0's ops to break: a refill (it waits for its slot's last reader), a compute op and a
+    // chunk it reads, a collective and a later one of another group.
+    int refill = -1, reader = -1, chunk = -1, collective = -1, partner = -1;
+    for (int i = 0; i < per_rank; ++i) {
+      const PlanOp& op = good.ops[std::size_t(i)];
+      if (refill < 0 && op.kind == OpKind::h2d && op.data_deps.size() == 1 && good.ops[op.data_deps[0]].kind == OpKind::compute &&
+          op.id >= good.info.slot_count)
+        refill = i;
+      if (reader < 0 && op.kind == OpKind::compute)
+        for (int d : op.data_deps)
+          if (good.ops[std::size_t(d)].kind == OpKind::h2d) reader = i, chunk = d;
+      if (op.kind == OpKind::collective) {
+        if (collective < 0) collective = i;
+        else if (partner < 0 && op.collective_group != good.ops[std::size_t(collective)].collective_group) partner = i;
+      }
+    }
+    REQUIRE(refill >= 0);
+    REQUIRE(reader >= 0);
+    REQUIRE(collective >= 0);
+    REQUIRE(partner >= 0);
+    int last_group = 0;
+    for (const PlanOp& op : good.ops) last_group = std::max(last_group, op.collective_group);
+    // Each break, at rank 0's op k shifted to one rank (shift = rank × ops per rank).
+    const std::vector<std::pair<std::string, std::function<void(StepPlan&, int)>>> breaks = {
+        {"refill without its wait", [&](StepPlan& p, int shift) {
+           PlanOp& op = p.ops[std::size_t(refill + shift)];
+           const int waits_for = op.data_deps[0];
+           for (auto* list : {&op.data_deps, &op.deps}) list->erase(std::find(list->begin(), list->end(), waits_for));
+         }},
+        {"slot out of range", [&](StepPlan& p, int shift) { p.ops[std::size_t(refill + shift)].slot = p.info.slot_count; }},
+        {"reader without its chunk", [&](StepPlan& p, int shift) {
+           auto& deps = p.ops[std::size_t(reader + shift)].data_deps;
+           deps.erase(std::find(deps.begin(), deps.end(), chunk + shift));
+         }},
+        {"unbalanced", [&](StepPlan& p, int shift) { p.ops[std::size_t(chunk + shift)].alloc_bytes += 4096; }},
+        {"cycle", [&](StepPlan& p, int shift) { p.depend(chunk + shift, reader + shift); }},
+        {"no group", [&](StepPlan& p, int shift) { p.ops[std::size_t(collective + shift)].collective_group = -1; }},
+        {"two ops of a rank in a group", [&](StepPlan& p, int shift) {
+           p.ops[std::size_t(collective + shift)].collective_group = good.ops[std::size_t(partner)].collective_group;
+         }},
+        {"a group of its own", [&](StepPlan& p, int shift) { p.ops[std::size_t(collective + shift)].collective_group = last_group + 1; }},
+    };
+    for (const auto& [what, apply] : breaks) {
+      INFO(node_id << ": " << what);
+      StepPlan every_rank = good, last_rank = good;
+      for (int r = 0; r < ranks; ++r) apply(every_rank, r * per_rank);
+      apply(last_rank, (ranks - 1) * per_rank);
+      CHECK(verdict(every_rank, false) == verdict(every_rank, true));
+      CHECK(verdict(last_rank, false) == verdict(last_rank, true));
+      CHECK(verdict(last_rank, true) != "valid");
+      // A group of its own on every rank is a valid regrouping (one op per rank); the rest break.
+      if (what != "a group of its own") CHECK(verdict(every_rank, true) != "valid");
+    }
+  }
 }
 
 TEST_CASE("validate: a chunk that holds the weights of two stages must be waited for by both", "[policy][validate]") {
