@@ -137,9 +137,24 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // Minimum duration of an op: compute its stage time, a collective its time alone, a copy its
   // latency plus its bytes at the fastest rate its flow can have (copy engine or the plan's cap,
   // its route's narrowest capacity); the executor runs a copy lane's copies one at a time.
+  // With a rank symmetry (sim/symmetry.hpp), the ranks of one orbit have the same minimum
+  // durations and tails, position by position, bit for bit: the same stages, collectives of the
+  // same flows, copies on routes the symmetry maps onto each other (the same capacities and
+  // coefficients, so the same narrowest rate), and the same dependencies, taken in the same order.
+  // rep_op[id]: the op at id's position on its rank's representative; those alone are evaluated.
   const int op_count = int(plan.ops.size());
+  std::vector<int> rep_op;
+  if (symmetry && std::size_t(symmetry->ranks) * std::size_t(symmetry->ops_per_rank) == plan.ops.size()) {
+    rep_op.resize(plan.ops.size());
+    const std::size_t m = std::size_t(symmetry->ops_per_rank);
+    for (std::size_t j = 0; j < std::size_t(symmetry->ranks); ++j)
+      for (std::size_t k = 0; k < m; ++k)
+        rep_op[std::size_t(symmetry->ops_of_rank[j * m + k])] =
+            symmetry->ops_of_rank[std::size_t(symmetry->representative[j]) * m + k];
+  }
   std::vector<double> min_s(static_cast<std::size_t>(op_count), -1.0);
-  auto min_duration_s = [&](const PlanOp& op) {
+  auto min_duration_s = [&](const PlanOp& of) {
+    const PlanOp& op = rep_op.empty() ? of : plan.ops[std::size_t(rep_op[std::size_t(of.id)])];
     double& t = min_s[std::size_t(op.id)];
     if (t >= 0) return t;
     if (op.kind == OpKind::compute) {
@@ -167,11 +182,13 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     }
   for (int i = op_count - 1; i >= first_of_step; --i) {
     const PlanOp& op = plan.ops[i];
-    if (op.step != s || tail[std::size_t(i)] == -kInf) continue;
+    if (op.step != s || tail[std::size_t(i)] == -kInf || (!rep_op.empty() && rep_op[std::size_t(i)] != i)) continue;
     const double through = min_duration_s(op) + tail[std::size_t(i)];
     for (int d : op.deps)
       if (plan.ops[d].step == s) tail[std::size_t(d)] = std::max(tail[std::size_t(d)], through);
   }
+  if (!rep_op.empty())  // the other ranks' ops (their dependencies are ops of their own rank)
+    for (int i = first_of_step; i < op_count; ++i) tail[std::size_t(i)] = tail[std::size_t(rep_op[std::size_t(i)])];
 
   // The collectives of step s by group (members share the flows, started when the last arrives),
   // groups in ascending id, members in op order, and the flows of each, once (flows_of_group, into

@@ -47,6 +47,7 @@
 #include "sim/executor.hpp"
 #include "sim/flows.hpp"
 #include "sim/fit.hpp"
+#include "sim/bound.hpp"
 #include "sim/decision_memo.hpp"
 #include "sim/grid.hpp"
 #include "sim/report.hpp"
@@ -812,6 +813,18 @@ TEST_CASE("simulate's rank symmetry (one representative rank per orbit, orbit fl
           REQUIRE(y.rank == int(rep));
           apart(x, y, "full, rank vs its representative");
         }
+      }
+      // step_bound evaluates the representatives' ops alone (their minimum durations and tails
+      // stand for their orbits'): the same bound, bit for bit, as without the symmetry.
+      for (const double previous_end_s : {-1.0, 0.0, full.summary.step_time_s}) {
+        const StepBound with = step_bound(plan, n, previous_end_s, sym.get()), without = step_bound(plan, n, previous_end_s);
+        CHECK(with.bound_step_time_s == without.bound_step_time_s);
+        CHECK(with.critical_path_s == without.critical_path_s);
+        CHECK(with.link_s == without.link_s);
+        CHECK(with.copy_lane_s == without.copy_lane_s);
+        CHECK(with.chain_lane_s == without.chain_lane_s);
+        CHECK(with.link_resource == without.link_resource);
+        CHECK(with.binding == without.binding);
       }
       ++taken, partial += several_orbits;
     } else {
