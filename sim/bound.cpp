@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <span>
@@ -57,6 +58,19 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   const Topology& topology = *shared_topology;
   topology.register_resources(solver);
   CollectiveFlowCache flow_cache(plan, node, topology);  // collective_flows per (kind, bytes)
+  // Per collective flow list (the groups of one kind and buffer share one: flow_cache), its
+  // coefficient × bytes per route entry, in flow then route-entry order, made once: a sum over them
+  // adds the same products in the same order as a walk over the flows. Few lists per plan.
+  using Uses = std::vector<std::pair<int, double>>;  // (resource, bytes)
+  std::deque<std::pair<const std::vector<FlowSpec>*, Uses>> flow_uses;  // stable references
+  auto uses_of = [&](const std::vector<FlowSpec>& flows) -> const Uses& {
+    for (const auto& [list, uses] : flow_uses)
+      if (list == &flows) return uses;
+    Uses uses;
+    for (const FlowSpec& f : flows)
+      for (auto [res, coeff] : *f.route) uses.push_back({res, coeff * f.bytes});
+    return flow_uses.emplace_back(&flows, std::move(uses)).second;
+  };
   const int s = plan.info.steps - 1;
   const int ranks = plan.info.ranks;
 
@@ -299,8 +313,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
         lane_s[op.rank] += node.h2d_latency_s + op.bytes / rank_rate[q];
       } else if (op.kind == OpKind::collective && op.rank == 0 &&
                  op.id < last_compute_id[std::size_t(op.rank) * plan.info.steps + op.step]) {
-        for (const FlowSpec& f : flow_cache.flows(op))
-          for (auto [res, coeff] : *f.route) cumulative_bytes[res] += coeff * f.bytes;
+        for (const auto& [res, bytes] : uses_of(flow_cache.flows(op))) cumulative_bytes[res] += bytes;
       }
     }
     cumulative_raw_bytes = cumulative_bytes;
@@ -342,17 +355,25 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // prefix that holds some of them is worth no more than the longer prefix to the end of their run
   // of equal release and tail, which holds them all (the same release and tail terms, more work),
   // so each scan's largest value is the same. A negative work (routes.cpp makes none) stays an
-  // item of its own.
+  // item of its own. Summed once per flow list (merged_uses_of), in that order.
+  std::deque<std::pair<const std::vector<FlowSpec>*, Uses>> merged_uses;  // stable references
+  std::vector<int> last_use(static_cast<std::size_t>(resources), -1);     // per resource, its entry
+  auto merged_uses_of = [&](const std::vector<FlowSpec>& flows) -> const Uses& {
+    for (const auto& [list, uses] : merged_uses)
+      if (list == &flows) return uses;
+    Uses merged;
+    for (const auto& [res, work] : uses_of(flows)) {
+      int& at = last_use[std::size_t(res)];
+      if (at >= 0 && merged[std::size_t(at)].second >= 0 && work >= 0)
+        merged[std::size_t(at)].second += work;
+      else
+        at = int(merged.size()), merged.push_back({res, work});
+    }
+    for (const auto& [res, work] : merged) last_use[std::size_t(res)] = -1;
+    return merged_uses.emplace_back(&flows, std::move(merged)).second;
+  };
   for (std::size_t k = 0; k < groups; ++k)
-    for (const FlowSpec& f : *flows_of_group[k])
-      for (auto [res, coeff] : *f.route) {
-        std::vector<GroupEntry>& entries = group_entries[std::size_t(res)];
-        const double work = coeff * f.bytes;
-        if (!entries.empty() && entries.back().group == k && entries.back().work_bytes >= 0 && work >= 0)
-          entries.back().work_bytes += work;
-        else
-          entries.push_back({k, work});
-      }
+    for (const auto& [res, work] : merged_uses_of(*flows_of_group[k])) group_entries[std::size_t(res)].push_back({k, work});
   // The anchor of each candidate r*: its last compute op of step s−1.
   std::vector<int> anchor_of(static_cast<std::size_t>(ranks), -1);
   if (s > 0)
@@ -747,8 +768,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       for (std::size_t gi = 0; gi < group_items.size(); ++gi) {
         summed_groups[gi] = group_items[gi].any;
         if (!group_items[gi].any) continue;
-        for (const FlowSpec& f : *flows_of_group[gi])
-          for (auto [res, coeff] : *f.route) volume_bytes[res] += coeff * f.bytes;
+        for (const auto& [res, bytes] : uses_of(*flows_of_group[gi])) volume_bytes[res] += bytes;
       }
       volumes_summed = true;
     }
