@@ -43,7 +43,9 @@
 //      (the preemptive one-machine bound with release and delivery times: Carlier 1982; Jackson's
 //      preemptive schedule attains it over the sets {τ_j ≥ τ} and {q_j ≥ q}, both of which are
 //      scanned). This is what sees the wrap-around: a copy that waits for a slot freed by step s's
-//      own compute cannot start at E(s−1).
+//      own compute cannot start at E(s−1). The flows of one collective group share its release
+//      and tail, so on each resource they are one item, their work summed: a set that holds some of
+//      them is worth no more than the set that holds them all.
 //  (f) Duplex form of (b) and (d). A direction ρ with an under-duplex capacity C_u runs at most at
 //      C_u while its reverse ρ̄ carries a flow too, and its reverse then at most at C̄_u (its own
 //      under-duplex capacity, or C̄ without one); otherwise at most at C and C̄ (the executor's rule,
@@ -138,7 +140,9 @@ struct StepBound {
 /// and node), only the representative ranks are candidates r*: every rank of an orbit has the same
 /// times and its candidate the same terms, on the images of its resources, as its representative's
 /// (their items are summed in their own order, so equal up to rounding: tests/test_fast_paths.cpp
-/// checks 1e-9). The simulator passes it where it simulated the representatives alone.
+/// checks 1e-9), and the ops of the other ranks take their representative's minimum durations and
+/// tails (equal bit for bit; the same test compares the bound with and without the symmetry by ==).
+/// The simulator passes it where it simulated the representatives alone.
 StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous_step_end_s = -1,
                      const RankSymmetry* symmetry = nullptr);
 
