@@ -51,6 +51,13 @@ void dedupe_in_place(OpIds& xs) {
 
 }  // namespace
 
+bool same_op_fields(const PlanOp& a, const PlanOp& b) {
+  return a.kind == b.kind && a.lane == b.lane && a.step == b.step && a.block == b.block && a.stage == b.stage &&
+         a.chunk == b.chunk && a.slot == b.slot && a.bytes == b.bytes && a.src_offset_bytes == b.src_offset_bytes &&
+         a.collective_group == b.collective_group && a.alloc_bytes == b.alloc_bytes && a.free_bytes == b.free_bytes &&
+         a.rate_cap_bytes_per_s == b.rate_cap_bytes_per_s;
+}
+
 std::string op_label(const PlanOp& op) {
   if (!op.name.empty()) return op.name;
   return "op " + std::to_string(op.id) + " (rank " + std::to_string(op.rank) + ", step " + std::to_string(op.step) +
@@ -152,10 +159,9 @@ class DepSet {
 };
 
 /// K when the plan's ops are plan.info.ranks ≥ 2 copies of its first K ops, as the plan builder
-/// makes them: op k (k < K) on rank 0, and op j·K + k equal to op k in every field validate reads
-/// (kind, lane, step, block, stage, chunk, slot, bytes, source offset, collective group, alloc and
-/// free bytes) but its id (j·K + k), its rank (j) and its deps and data deps (op k's, each + j·K);
-/// else 0. O(ops + deps).
+/// makes them: op k (k < K) on rank 0, and op j·K + k equal to op k in every field (same_op_fields)
+/// but its id (j·K + k), its rank (j) and its deps and data deps (op k's, each + j·K); else 0.
+/// O(ops + deps).
 int rank_copies_of_prefix(const StepPlan& plan) {
   const int ranks = plan.info.ranks;
   const std::size_t n = plan.ops.size();
@@ -168,10 +174,7 @@ int rank_copies_of_prefix(const StepPlan& plan) {
     for (std::size_t k = 0; k < k_ops; ++k) {
       const PlanOp& a = plan.ops[k];
       const PlanOp& b = plan.ops[std::size_t(shift) + k];
-      if (b.id != shift + int(k) || b.rank != j || b.kind != a.kind || b.lane != a.lane || b.step != a.step ||
-          b.block != a.block || b.stage != a.stage || b.chunk != a.chunk || b.slot != a.slot || b.bytes != a.bytes ||
-          b.src_offset_bytes != a.src_offset_bytes || b.collective_group != a.collective_group ||
-          b.alloc_bytes != a.alloc_bytes || b.free_bytes != a.free_bytes || b.deps.size() != a.deps.size() ||
+      if (b.id != shift + int(k) || b.rank != j || !same_op_fields(a, b) || b.deps.size() != a.deps.size() ||
           b.data_deps.size() != a.data_deps.size())
         return 0;
       for (std::size_t d = 0; d < a.deps.size(); ++d)

@@ -44,6 +44,11 @@ struct PlanOp {
   OpIds data_deps;  ///< the subset that is not lane order (what the op waits on)
 };
 
+/// Whether ops `a` and `b` agree in every field the executors and validate read besides their id,
+/// name, rank and dependency lists: kind, lane, step, block, stage, chunk, slot, bytes, source
+/// offset, collective group, alloc and free bytes and rate cap (exact double comparison).
+bool same_op_fields(const PlanOp& a, const PlanOp& b);
+
 /// How messages name an op: its name, or, for a plan built without names (build_plan_from_schedule
 /// with op_names false: the grid and sweep rows read none), "op <id> (rank r, step s, block b)".
 std::string op_label(const PlanOp& op);

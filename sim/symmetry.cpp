@@ -12,14 +12,6 @@ namespace chunkflow {
 
 namespace {
 
-/// The fields of an op the executor reads besides its rank, id, name and dependencies.
-bool same_program_op(const PlanOp& a, const PlanOp& b) {
-  return a.kind == b.kind && a.lane == b.lane && a.step == b.step && a.block == b.block && a.stage == b.stage &&
-         a.chunk == b.chunk && a.slot == b.slot && a.bytes == b.bytes && a.src_offset_bytes == b.src_offset_bytes &&
-         a.collective_group == b.collective_group && a.alloc_bytes == b.alloc_bytes && a.free_bytes == b.free_bytes &&
-         a.rate_cap_bytes_per_s == b.rate_cap_bytes_per_s && a.deps.size() == b.deps.size();
-}
-
 /// A collective flow list with its flows' ends (PeerFlow ranks, kHostEnd for the host).
 struct FlowList {
   const std::vector<FlowSpec>* flows;
@@ -132,7 +124,7 @@ std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, c
     for (int k = 0; k < m; ++k) {
       const PlanOp& rep = plan.ops[std::size_t(sym->ops_of_rank[std::size_t(k)])];
       const PlanOp& op = plan.ops[std::size_t(sym->ops_of_rank[std::size_t(j) * std::size_t(m) + std::size_t(k)])];
-      if (!same_program_op(rep, op)) return nullptr;
+      if (!same_op_fields(rep, op) || rep.deps.size() != op.deps.size()) return nullptr;
       for (std::size_t x = 0; x < op.deps.size(); ++x) {
         const int d = op.deps[x], d0 = rep.deps[x];
         if (plan.ops[std::size_t(d)].rank != j || plan.ops[std::size_t(d0)].rank != 0 ||
