@@ -439,7 +439,11 @@ class Simulation {
     t.memory = std::move(samples_);
     t.links = std::move(links_);
     // Without rows, the same computation on the values the rows would hold (traces/summary_core.hpp).
-    r.summary = options_.record_rows ? summarize(t) : detail::summarize_rows(PlanRows{plan_, start_s_, end_s_}, t.steps);
+    // Under rank symmetry, a rank's rows are its representative's (run() copied the times), so
+    // only the representatives' are summed (summarize_rows' represented_by).
+    r.summary = options_.record_rows ? summarize(t)
+                                     : detail::summarize_rows(PlanRows{plan_, start_s_, end_s_}, t.steps,
+                                                              symmetry_ ? &symmetry_->representative : nullptr);
     r.summary.peak_memory_bytes = peak_;  // tracked at every change, with or without samples
     r.events = event_count_;
     r.rank_symmetric = symmetry_ != nullptr;

@@ -56,8 +56,15 @@ inline double union_length_in_place_s(std::vector<std::pair<double, double>>& in
 /// start_s(i), end_s(i), bytes(i), deps(i) (a std::vector<int> of op ids). Throws
 /// std::invalid_argument as summarize() does (no rows, steps < 1, a duplicate op id, a last step
 /// without a compute op).
+/// `represented_by` (optional, per rank 0 .. R − 1): the rank whose rows stand for rank r's. The
+/// summary's fields are maxima over ranks of per-rank values and over rows of compute ends, so
+/// the rows of a rank r with represented_by[r] ≠ r are skipped; the caller guarantees that rank r's
+/// rows are its representative's, position by position in row order, in kind, lane, step, times,
+/// bytes and data deps (the same positions' rows, by kind and times), which makes every value they
+/// would add one the representative adds (the simulator's rank symmetry, sim/symmetry.hpp: each
+/// rank's ops take their representative's times). The summary is then the full one, bit for bit.
 template <class Rows>
-StepSummary summarize_rows(const Rows& rows, int steps) {
+StepSummary summarize_rows(const Rows& rows, int steps, const std::vector<int>* represented_by = nullptr) {
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   constexpr int kLaneCount = 3;
   const std::size_t n_rows = rows.size();
@@ -116,8 +123,10 @@ StepSummary summarize_rows(const Rows& rows, int steps) {
   }
   std::vector<PerRank> ranks(slots);
   double end_s_step = kNegInf, end_s_prev = kNegInf;
+  const std::size_t represented = represented_by ? represented_by->size() : 0;
   for (std::size_t i = 0; i < n_rows; ++i) {
     const int rank = rows.rank(i);
+    if (rank >= 0 && std::size_t(rank) < represented && (*represented_by)[std::size_t(rank)] != rank) continue;
     PerRank& r = ranks[dense_ranks ? static_cast<std::size_t>(rank) : slot_of_rank.find(rank)->second];
     r.seen = true;
     const int lane = static_cast<int>(rows.lane(i));
