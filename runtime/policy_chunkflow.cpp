@@ -547,6 +547,11 @@ class Planner {
     win_end_s.clear();
     double lag_s = 0;
     const bool predicted = !pred_start_s.empty();
+    // The predicted windows, or without a prediction +∞ for each (lag_s then stays 0, and +∞ + 0
+    // is +∞: the windows ahead are never reached, as with no prediction).
+    if (!predicted) w.no_windows_s.assign(collective_g_.size(), kInf);
+    const double* pred_start = predicted ? pred_start_s.data() : w.no_windows_s.data();
+    const double* pred_end = predicted ? pred_end_s.data() : w.no_windows_s.data();
     if (lazy && predicted)
       for (std::size_t c = 0; c < pred_end_s.size(); ++c)
         if (!(pred_start_s[c] <= pred_end_s[c]) || (c > 0 && !(pred_end_s[c - 1] <= pred_end_s[c]))) {
@@ -556,8 +561,7 @@ class Planner {
     // The windows as known with the first `nc` collectives simulated and lag `lag`.
     auto window_at = [&](std::size_t c, std::size_t nc, double lag) -> std::pair<double, double> {
       if (c < nc) return {win_start_s[c], win_end_s[c]};
-      if (!predicted) return {kInf, kInf};
-      return {pred_start_s[c] + lag, pred_end_s[c] + lag};
+      return {pred_start[c] + lag, pred_end[c] + lag};
     };
     auto window = [&](std::size_t c) { return window_at(c, next_coll, lag_s); };
 
@@ -568,8 +572,7 @@ class Planner {
     std::size_t hint = 0;
     auto first_window_after = [&](double t, std::size_t nc, double lag) -> std::size_t {
       auto end_of = [&](std::size_t c) {
-        if (c < nc) return win_end_s[c];
-        return predicted ? pred_end_s[c] + lag : kInf;
+        return c < nc ? win_end_s[c] : pred_end[c] + lag;
       };
       const std::size_t W = collective_g_.size();
       auto search = [&](std::size_t lo, std::size_t hi) {  // first c in [lo, hi) with end_of(c) > t, else hi
@@ -1345,6 +1348,7 @@ class Planner {
   /// Working arrays of run(), reused across its passes (one planner runs on one thread).
   struct Scratch {
     std::vector<double> start_s, end_s, landed_s, win_start_s, win_end_s, chunk_gap_s;
+    std::vector<double> no_windows_s;  ///< +∞ per window: a pass without a prediction
     std::vector<int> piece_last_reader, piece_completes;
     std::vector<std::size_t> chunk_piece;  ///< lazy run: per chunk, the piece that completes it
     std::vector<double> piece_start_s, piece_end_s, piece_cap, piece_bytes, piece_ready_s;
