@@ -598,20 +598,39 @@ class Planner {
     // When a copy of `bytes` started at t (after its latency) with cap `copy_cap` (0 = none) ends:
     // the copy engine's rate between windows, the shared rate inside each (actual or predicted).
     // With `nc` and `lag`: against the windows as known then (copy_end_at).
+    // The windows known actually (c < nc) and those predicted are walked in two loops, the same
+    // arithmetic in the same order as one walk over window_at.
     auto copy_end_at = [&](double t, double bytes, double copy_cap, std::size_t nc, double lag) {
       const double alone = copy_cap > 0 ? std::min(copy_alone_bytes_per_s_, copy_cap) : copy_alone_bytes_per_s_;
-      for (std::size_t c = first_window_after(t, nc, lag); c < collective_g_.size(); ++c) {
-        const auto [ws, we] = window_at(c, nc, lag);
+      // The rate inside window c: capped_of(c, copy_cap) for a capped copy, else uncapped.
+      const Shares* rates = copy_cap > 0 && tolerant_cap > 0 && copy_cap == tolerant_cap ? tolerant.shares.data() : shares.data();
+      CollectiveShare Shares::*const rate_kind = copy_cap > 0 ? &Shares::capped : &Shares::uncapped;
+      double end = 0;
+      // Window c from ws to we: true (the copy's end in `end`) when the copy ends by we.
+      auto through = [&](std::size_t c, double ws, double we) {
         if (t < ws) {
-          if (bytes <= alone * (ws - t)) return t + bytes / alone;
+          if (bytes <= alone * (ws - t)) {
+            end = t + bytes / alone;
+            return true;
+          }
           bytes -= alone * (ws - t);
           t = ws;
         }
-        const double r = copy_cap > 0 ? capped_of(c, copy_cap).copy_bytes_per_s : shares[c].uncapped.copy_bytes_per_s;
-        if (bytes <= r * (we - t)) return t + bytes / r;
+        const double r = (rates[c].*rate_kind).copy_bytes_per_s;
+        if (bytes <= r * (we - t)) {
+          end = t + bytes / r;
+          return true;
+        }
         bytes -= r * (we - t);
         t = we;
-      }
+        return false;
+      };
+      const std::size_t W = collective_g_.size();
+      std::size_t c = first_window_after(t, nc, lag);
+      for (; c < std::min(nc, W); ++c)
+        if (through(c, win_start_s[c], win_end_s[c])) return end;
+      for (; c < W; ++c)
+        if (through(c, pred_start[c] + lag, pred_end[c] + lag)) return end;
       return t + bytes / alone;
     };
     auto copy_end_s = [&](double t, double bytes, double copy_cap) { return copy_end_at(t, bytes, copy_cap, next_coll, lag_s); };
