@@ -499,6 +499,7 @@ class Planner {
                     double stop_at_s = kInf) const {
     Estimate e;
     ++planner_cache_stats.passes;
+    const std::size_t n_windows = collective_g_.size(), n_chunks = chunks.size();
     const bool lazy = in_order != nullptr;
     const int G = steps_ * n_;
     const double lat = node_.h2d_latency_s;
@@ -522,13 +523,13 @@ class Planner {
     Scratch& w = scratch_;
     w.start_s.assign(G, 0.0);
     w.end_s.assign(G, 0.0);
-    w.landed_s.assign(chunks.size(), 0.0);
-    if (lazy) w.chunk_piece.assign(chunks.size(), 0);
-    w.chunk_gap_s.assign(chunks.size(), 0.0);
+    w.landed_s.assign(n_chunks, 0.0);
+    if (lazy) w.chunk_piece.assign(n_chunks, 0);
+    w.chunk_gap_s.assign(n_chunks, 0.0);
     for (auto* v : {&w.piece_start_s, &w.piece_end_s, &w.piece_cap, &w.piece_bytes, &w.piece_ready_s}) v->clear();
     w.piece_last_reader.clear();
     w.piece_completes.clear();
-    e.pieces.reserve(chunks.size() + chunks.size() / 4);
+    e.pieces.reserve(n_chunks + n_chunks / 4);
     std::vector<double>&start_s = w.start_s, &end_s = w.end_s, &landed_s = w.landed_s;
     std::vector<int>& piece_last_reader = w.piece_last_reader;
     std::vector<double>&piece_start_s = w.piece_start_s, &piece_end_s = w.piece_end_s, &piece_cap = w.piece_cap,
@@ -549,7 +550,7 @@ class Planner {
     const bool predicted = !pred_start_s.empty();
     // The predicted windows, or without a prediction +∞ for each (lag_s then stays 0, and +∞ + 0
     // is +∞: the windows ahead are never reached, as with no prediction).
-    if (!predicted) w.no_windows_s.assign(collective_g_.size(), kInf);
+    if (!predicted) w.no_windows_s.assign(n_windows, kInf);
     const double* pred_start = predicted ? pred_start_s.data() : w.no_windows_s.data();
     const double* pred_end = predicted ? pred_end_s.data() : w.no_windows_s.data();
     if (lazy && predicted)
@@ -574,7 +575,7 @@ class Planner {
       auto end_of = [&](std::size_t c) {
         return c < nc ? win_end_s[c] : pred_end[c] + lag;
       };
-      const std::size_t W = collective_g_.size();
+      const std::size_t W = n_windows;
       auto search = [&](std::size_t lo, std::size_t hi) {  // first c in [lo, hi) with end_of(c) > t, else hi
         while (lo < hi) {
           const std::size_t mid = lo + (hi - lo) / 2;
@@ -625,7 +626,7 @@ class Planner {
         t = we;
         return false;
       };
-      const std::size_t W = collective_g_.size();
+      const std::size_t W = n_windows;
       std::size_t c = first_window_after(t, nc, lag);
       for (; c < std::min(nc, W); ++c)
         if (through(c, win_start_s[c], win_end_s[c])) return end;
@@ -639,7 +640,7 @@ class Planner {
     auto window_run = [&](std::size_t c) {
       auto [ws, we] = window(c);
       std::size_t last = c;
-      while (last + 1 < collective_g_.size()) {
+      while (last + 1 < n_windows) {
         const auto [ns, ne] = window(last + 1);
         if (ns > we + lat) break;
         we = std::max(we, ne);
@@ -706,10 +707,10 @@ class Planner {
 
     // per_window_share: the window its last decision was for, and that decision (every copy that
     // meets the window takes it: the estimate prices a collective by the copy in flight at its start).
-    std::size_t decided_window = collective_g_.size();
+    std::size_t decided_window = n_windows;
     WindowMode decided_mode = WindowMode::ignore;
     auto issue_copies = [&] {
-      while (j < chunks.size()) {
+      while (j < n_chunks) {
         const std::size_t k = piece_last_reader.size();
         const int release = k >= std::size_t(slot_count) ? piece_last_reader[k - slot_count] : -1;
         if (release >= g_next) return;  // its slot frees later in the program
@@ -747,12 +748,12 @@ class Planner {
               if (!lane_pred) return true;
               d += drift;
               std::size_t k = j + 1;
-              for (; k < chunks.size() && k <= j + kSlackWalkChunks; ++k) {
+              for (; k < n_chunks && k <= j + kSlackWalkChunks; ++k) {
                 d -= lane_pred->chunk_gap_s[k];
                 if (d <= 0) return true;
                 if (lane_pred->chunk_slack_s[k] < d) return false;
               }
-              return k >= chunks.size() || d <= lane_pred->chunk_min_slack_s[k];
+              return k >= n_chunks || d <= lane_pred->chunk_min_slack_s[k];
             };
             // When the copy ends, capped at `share_cap` within the window run, the rest uncapped.
             auto share_end = [&](double share_cap) {
@@ -772,7 +773,7 @@ class Planner {
           auto affordable = [&](double d) {
             if (now_s + d > reader_s) return false;
             if (!lane_pred) return true;
-            for (std::size_t k = j + 1; k < chunks.size() && k <= j + kSlackWalkChunks; ++k) {
+            for (std::size_t k = j + 1; k < n_chunks && k <= j + kSlackWalkChunks; ++k) {
               d -= lane_pred->chunk_gap_s[k];
               if (d <= 0) return true;
               if (lane_pred->chunk_slack_s[k] < d) return false;
@@ -786,7 +787,7 @@ class Planner {
         };
         for (int guard = 0; guard < 64 && mode != WindowMode::ignore; ++guard) {
           c = first_window_after(t0, next_coll, lag_s);
-          if (c >= collective_g_.size()) break;  // no window ahead: the whole rest, uncapped
+          if (c >= n_windows) break;  // no window ahead: the whole rest, uncapped
           const auto [ws, we, last] = window_run(c);
           // Waiting for the run's end (or the op before its first collective) must not outlast the
           // chunk's first reader, or the plan would deadlock.
@@ -988,7 +989,7 @@ class Planner {
       ++g_next;
     }
     if (lazy) time_all();
-    e.feasible = j == chunks.size();
+    e.feasible = j == n_chunks;
     // Step time of the last step: end of its last compute op − end of the previous step's.
     auto last_compute_end = [&](int step) {
       for (int p = n_ - 1; p >= 0; --p)
