@@ -17,20 +17,45 @@
 #include "sim/cli.hpp"
 #include "sim/interrupt.hpp"
 
+#if defined(CHUNKFLOW_JEMALLOC)
+/// jemalloc's options, read when it starts (the build links it into this program: CMakeLists.txt
+/// CHUNKFLOW_JEMALLOC). A sweep builds, simulates and frees one plan per configuration; a 1 MiB-chunk
+/// plan of the main job's Wan-14B is ~10^5 ops (~23 MB of them) plus the simulator's and the
+/// bound's arrays, and on 4 KiB pages their first touches were ~30,000 page faults, ~40 % of the
+/// default sweep's CPU time on this machine's kernel (README "Speed", the main job).
+/// - thp, metadata_thp: the arenas and jemalloc's own metadata are advised onto transparent huge
+///   pages (madvise(MADV_HUGEPAGE): the kernel's THP mode "madvise" or "always" honours it, "never"
+///   ignores it).
+/// - dirty_decay_ms, muzzy_decay_ms -1: freed pages are never handed back to the kernel, so the
+///   next configuration reuses them without faulting (a purge also splits the huge pages). The
+///   process holds its peak footprint to exit: the largest configurations running at once, not a
+///   sum over configurations.
+/// Measured 2026-11-27 (this 2-core machine, against glibc's allocator tuned as below, alternating):
+/// `chunkflow sweep --no-plot` 0.30–0.33 s → 0.13–0.19 s wall, ~30,600 → ~3,300 page faults, peak
+/// RSS 129 → 120–166 MB; scenarios/grids/large.json on 2 threads 48.7–52.1 s (median 50.0, 6 runs)
+/// → 44.3–54.6 s (median 46.1, 4 runs), peak RSS 260–267 → 418–451 MB (385 MB for half its
+/// configurations, lookahead 1 only); rows byte-identical.
+extern "C" {
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): jemalloc reads this symbol
+const char* malloc_conf = "thp:always,metadata_thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+}
+#endif
+
 namespace {
 
-/// glibc's allocator by default maps every block over 128 KiB (the threshold rises to the largest
-/// mapped block freed, up to 32 MiB) and returns the top of the heap to the kernel once 128 KiB of
-/// it are free. A sweep builds, simulates and frees one plan per configuration, so each one paid
-/// first-touch page faults again for memory the one before had just given back. Here blocks under
-/// 32 MiB (glibc's largest dynamic threshold; a 1 MiB-chunk plan's op array is ~20 MB) come from the
-/// heap, and the heap's top is returned only past 256 MiB free. Measured 2026-11-25 (this 2-core
-/// machine, load 3-4): `chunkflow sweep --no-plot --threads 1` 30,140 → 19,740 page faults,
-/// 359 → 330 ms CPU (median of 9), peak RSS 84.6 → 86.1 MB (2 threads: 122.8 → 138.0 MB, each
-/// thread's arena keeps its free top); scenarios/grids/medium.json on 2
-/// threads 174-177 → 173-178 MB peak RSS, CPU time unchanged within noise.
+/// Without jemalloc: glibc's allocator by default maps every block over 128 KiB (the threshold
+/// rises to the largest mapped block freed, up to 32 MiB) and returns the top of the heap to the
+/// kernel once 128 KiB of it are free. A sweep builds, simulates and frees one plan per
+/// configuration, so each one paid first-touch page faults again for memory the one before had
+/// just given back. Here blocks under 32 MiB (glibc's largest dynamic threshold; a 1 MiB-chunk
+/// plan's op array is ~20 MB) come from the heap, and the heap's top is returned only past
+/// 256 MiB free. Measured 2026-11-25 (this 2-core machine, load 3-4): `chunkflow sweep --no-plot
+/// --threads 1` 30,140 → 19,740 page faults, 359 → 330 ms CPU (median of 9), peak RSS 84.6 →
+/// 86.1 MB (2 threads: 122.8 → 138.0 MB, each thread's arena keeps its free top);
+/// scenarios/grids/medium.json on 2 threads 174-177 → 173-178 MB peak RSS, CPU time unchanged
+/// within noise.
 void tune_allocator() {
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !defined(CHUNKFLOW_JEMALLOC)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif
