@@ -32,7 +32,7 @@
 ///   sum over configurations.
 /// Measured 2026-11-27 (this 2-core machine, against glibc's allocator tuned as below, alternating):
 /// `chunkflow sweep --no-plot` 0.30–0.33 s → 0.13–0.19 s wall, ~30,600 → ~3,300 page faults, peak
-/// RSS 129 → 120–166 MB; scenarios/grids/large.json on 2 threads 48.7–52.1 s (median 50.0, 6 runs)
+/// RSS 129 → 120–166 MB; scenarios/grids/large.json on 2 threads 48.7–52.1 s (median 49.9, 6 runs)
 /// → 44.3–54.6 s (median 46.1, 4 runs), peak RSS 260–267 → 418–451 MB (385 MB for half its
 /// configurations, lookahead 1 only); rows byte-identical.
 extern "C" {
