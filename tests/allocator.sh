@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The chunkflow program's allocator (CMakeLists.txt CHUNKFLOW_JEMALLOC, sim/chunkflow_main.cpp
+# malloc_conf): the statically linked jemalloc is the one that serves the program's allocations and
+# it runs with the options the README's Speed section measured (arenas and metadata on transparent
+# huge pages, freed pages kept), not its defaults. jemalloc prints its options with its statistics
+# at exit when MALLOC_CONF asks for them (on stderr; the program's own output is unchanged).
+# Usage: tests/allocator.sh path/to/chunkflow
+set -euo pipefail
+bin="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+MALLOC_CONF=stats_print:true "$bin" node list > "$tmp/out" 2> "$tmp/stats"
+"$bin" node list > "$tmp/plain"
+cmp -s "$tmp/out" "$tmp/plain" || { echo "FAIL: the statistics changed the program's output"; exit 1; }
+status=0
+for want in 'opt.thp: "always"' 'opt.metadata_thp: "always"' 'opt.dirty_decay_ms: -1' 'opt.muzzy_decay_ms: -1'; do
+  if grep -qF "$want" "$tmp/stats"; then
+    echo "ok: $want"
+  else
+    echo "FAIL: jemalloc's statistics do not show $want"
+    status=1
+  fi
+done
+# Its arenas served the program: the bytes allocated at exit are counted ("Allocated: N, active: ...").
+grep -qE '^Allocated: [1-9]' "$tmp/stats" || { echo "FAIL: jemalloc reports no allocated bytes"; status=1; }
+exit $status
