@@ -28,14 +28,30 @@ ProgramLayout::ProgramLayout(const ForwardCost& cost) {
     std::sort(units_[b].begin(), units_[b].end());
   }
   block_begin_.push_back(int(positions_.size()));
+  for (int b = 0; b < nblocks; ++b) {
+    weighted_begin_.push_back(int(weighted_.size()));
+    for (int p = block_begin_[b]; p < block_begin_[b + 1]; ++p)
+      if (positions_[p].hi_bytes > 0)
+        weighted_.push_back({positions_[p].lo_bytes, positions_[p].hi_bytes, p});
+  }
+  weighted_begin_.push_back(int(weighted_.size()));
 }
 
 std::pair<int, int> ProgramLayout::readers(int block, double lo, double hi) const {
   int first = -1, last = -1;
-  for (int p = block_begin_[block]; p < block_begin_[block + 1]; ++p)
-    if (positions_[p].lo_bytes < hi && positions_[p].hi_bytes > lo) {
-      if (first < 0) first = p;
-      last = p;
+  if (!(lo >= 0)) {  // every position, also the non-linear stages' {0, 0}
+    for (int p = block_begin_[block]; p < block_begin_[block + 1]; ++p)
+      if (positions_[p].lo_bytes < hi && positions_[p].hi_bytes > lo) {
+        if (first < 0) first = p;
+        last = p;
+      }
+    return {first, last};
+  }
+  // A position meets [lo, hi) only if its hi_bytes > lo ≥ 0: the weighted ones are every candidate.
+  for (int k = weighted_begin_[block]; k < weighted_begin_[block + 1]; ++k)
+    if (weighted_[k].lo_bytes < hi && weighted_[k].hi_bytes > lo) {
+      if (first < 0) first = weighted_[k].position;
+      last = weighted_[k].position;
     }
   return {first, last};
 }

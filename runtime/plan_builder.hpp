@@ -39,6 +39,16 @@ class ProgramLayout {
  private:
   std::vector<Position> positions_;
   std::vector<int> block_begin_;  ///< first position of each block
+  /// The positions whose range ends past 0 (hi_bytes > 0), in position order, as (lo, hi, p), and
+  /// the first of each block's: readers() scans these alone for a query range [lo, hi) with
+  /// lo ≥ 0, which no other position can meet (meeting needs hi_bytes > lo). The non-linear
+  /// stages' {0, 0} are the positions left out.
+  struct Weighted {
+    double lo_bytes, hi_bytes;
+    int position;
+  };
+  std::vector<Weighted> weighted_;
+  std::vector<int> weighted_begin_;
   std::vector<std::vector<std::pair<double, double>>> units_;
 };
 

@@ -26,6 +26,9 @@
 //    events exactly; the ranks of one orbit have equal times in the full simulation;
 //  - runtime/plan_builder.hpp's rank copies (rank 0 built, every other rank its ops shifted) = the
 //    plan built rank by rank (set_plan_builder_exhaustive), op for op, every field.
+//  - runtime/plan_builder.hpp ProgramLayout::readers over the positions that read weights = a scan
+//    of every position of the block, on every block of the sample's workloads and ranges that
+//    start before, at and inside its units, end inside and past them, empty and reversed ones.
 #include <omp.h>
 
 #include <algorithm>
@@ -998,6 +1001,54 @@ TEST_CASE("the plan builder's rank copies (rank 0 built, the other ranks shifted
   for_sample_configs(60, 20261126, {"no-offload", "layerwise", "layerwise-comm-aware", "chunkflow"}, compare);
   CHECK(compared >= 80);
   CHECK(multi_rank >= 40);
+}
+
+TEST_CASE("ProgramLayout::readers gives what a scan of every position of the block gives (the sample's "
+          "workloads: large-grid configurations, ring, TP, FSDP, parallel CFG, full Ulysses)",
+          "[fast][builder]") {
+  int blocks = 0, mismatches = 0;
+  long queries = 0, met = 0;
+  std::mt19937_64 rng(20261127);
+  for_sample_configs(40, 20261127, {"chunkflow"}, [&](const Workload& w, const NodeSpec&, const PolicyConfig&) {
+    const ForwardCost cost = forward_cost(w);
+    const ProgramLayout layout(cost);
+    const int nblocks = int(cost.blocks.size());
+    for (int b : {0, nblocks / 2, nblocks - 1}) {  // a model's blocks share a few kinds
+      ++blocks;
+      int first_p = -1, end_p = 0;  // the block's positions [first_p, end_p)
+      for (int p = 0; p < layout.positions_per_step(); ++p)
+        if (layout.at(p).block == b) {
+          if (first_p < 0) first_p = p;
+          end_p = p + 1;
+        }
+      REQUIRE(first_p >= 0);
+      const double weight = cost.blocks[b].weight_bytes;
+      std::vector<double> edges{-1.0, 0.0, weight, weight + 1.0, std::nextafter(0.0, 1.0)};
+      for (const auto& [lo, hi] : layout.units(b))
+        edges.insert(edges.end(), {lo, hi, std::nextafter(lo, -1e300), std::nextafter(hi, 1e300), 0.5 * (lo + hi)});
+      std::uniform_real_distribution<double> any(-0.1 * weight, 1.1 * weight);
+      for (int k = 0; k < 8; ++k) edges.push_back(any(rng));
+      for (double lo : edges)
+        for (double hi : edges) {  // every pair: empty and reversed ranges too
+          int first = -1, last = -1;
+          for (int p = first_p; p < end_p; ++p)
+            if (layout.at(p).lo_bytes < hi && layout.at(p).hi_bytes > lo) {
+              if (first < 0) first = p;
+              last = p;
+            }
+          const auto got = layout.readers(b, lo, hi);
+          ++queries;
+          if (first >= 0) ++met;
+          if (got != std::make_pair(first, last) && ++mismatches <= 5)
+            FAIL_CHECK("block " << b << ", [" << lo << ", " << hi << "): readers " << got.first << ".." << got.second
+                                << ", the scan " << first << ".." << last);
+        }
+    }
+  });
+  CHECK(mismatches == 0);
+  CHECK(blocks >= 200);
+  CHECK(met >= 10000);
+  CHECK(queries - met >= 10000);
 }
 
 TEST_CASE("a plan built without op names equals the named plan but for the names, validates, and its "
