@@ -21,7 +21,7 @@
 /// jemalloc's options, read when it starts (the build links it into this program: CMakeLists.txt
 /// CHUNKFLOW_JEMALLOC). A sweep builds, simulates and frees one plan per configuration; a 1 MiB-chunk
 /// plan of the main job's Wan-14B is ~10^5 ops (~23 MB of them) plus the simulator's and the
-/// bound's arrays, and on 4 KiB pages their first touches were ~30,000 page faults, ~40 % of the
+/// bound's arrays, and on 4 KiB pages their first touches were ~30,000 page faults, ~38 % of the
 /// default sweep's CPU time on this machine's kernel (README "Speed", the main job).
 /// - thp, metadata_thp: the arenas and jemalloc's own metadata are advised onto transparent huge
 ///   pages (madvise(MADV_HUGEPAGE): the kernel's THP mode "madvise" or "always" honours it, "never"
