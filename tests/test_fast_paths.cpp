@@ -28,7 +28,7 @@
 //    plan built rank by rank (set_plan_builder_exhaustive), op for op, every field.
 //  - runtime/plan_builder.hpp ProgramLayout::readers over the positions that read weights = a scan
 //    of every position of the block, on every block of the sample's workloads and ranges that
-//    start before, at and inside its units, end inside and past them, empty and reversed ones.
+//    start before, at and inside its units, end inside and past them, empty, reversed and NaN ones.
 #include <omp.h>
 
 #include <algorithm>
@@ -36,6 +36,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -1023,7 +1024,8 @@ TEST_CASE("ProgramLayout::readers gives what a scan of every position of the blo
         }
       REQUIRE(first_p >= 0);
       const double weight = cost.blocks[b].weight_bytes;
-      std::vector<double> edges{-1.0, 0.0, weight, weight + 1.0, std::nextafter(0.0, 1.0)};
+      std::vector<double> edges{-1.0, -0.0, 0.0, weight, weight + 1.0, std::nextafter(0.0, 1.0),
+                                std::numeric_limits<double>::quiet_NaN()};
       for (const auto& [lo, hi] : layout.units(b))
         edges.insert(edges.end(), {lo, hi, std::nextafter(lo, -1e300), std::nextafter(hi, 1e300), 0.5 * (lo + hi)});
       std::uniform_real_distribution<double> any(-0.1 * weight, 1.1 * weight);
