@@ -406,17 +406,17 @@ NodeSpec node(std::string_view id_or_path, const std::string& field) {
     static std::mutex m;
     std::lock_guard<std::mutex> lock(m);
     auto& cache = builtin_cache();
-    if (cache.empty())
-      for (const EmbeddedFile& e : embedded_data_files())
-        if (e.path.substr(0, kNodesDir.size()) == kNodesDir && e.path.ends_with(".json")) {
-          NodeSpec n = parse_node_file(std::string(e.contents), std::string(e.path));
-          n.file.clear();
-          const std::string stem(e.path.substr(kNodesDir.size(), e.path.size() - kNodesDir.size() - 5));
-          if (n.id != stem) throw std::logic_error("built-in node file " + std::string(e.path) + " has id " + n.id);
-          cache.emplace(n.id, std::move(n));
-        }
-    auto it = cache.find(std::string(id_or_path));
-    if (it != cache.end()) return it->second;
+    if (auto it = cache.find(std::string(id_or_path)); it != cache.end()) return it->second;
+    // Only the built-in file asked for is parsed (model/nodes/<id>.json): one of them, not all, at
+    // the start of every command.
+    for (const EmbeddedFile& e : embedded_data_files())
+      if (e.path.substr(0, kNodesDir.size()) == kNodesDir && e.path.ends_with(".json") &&
+          e.path.substr(kNodesDir.size(), e.path.size() - kNodesDir.size() - 5) == id_or_path) {
+        NodeSpec n = parse_node_file(std::string(e.contents), std::string(e.path));
+        n.file.clear();
+        if (n.id != id_or_path) throw std::logic_error("built-in node file " + std::string(e.path) + " has id " + n.id);
+        return cache.emplace(n.id, std::move(n)).first->second;
+      }
   }
   const std::string path(id_or_path);
   std::error_code ec;

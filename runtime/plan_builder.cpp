@@ -224,14 +224,16 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
         op.src_offset_bytes = c.offset_bytes;
         op.alloc_bytes = c.bytes;
         op.rate_cap_bytes_per_s = c.rate_cap_bytes_per_s;
-        name.block_prefix(c.step, c.block);
-        if (schedule.whole_block_names) {
-          name.append("h2d");
-        } else {
-          name.append("h2d.c");
-          name.append(c.chunk);
+        if (op_names) {  // written only when kept: ~2 % of a sweep's instructions otherwise
+          name.block_prefix(c.step, c.block);
+          if (schedule.whole_block_names) {
+            name.append("h2d");
+          } else {
+            name.append("h2d.c");
+            name.append(c.chunk);
+          }
+          op.name.assign(name.text, name.size);
         }
-        if (op_names) op.name.assign(name.text, name.size);
         // Data deps, ascending without repeats: the slot's last reader and the op `after` names.
         int copy_waits[2];
         int ncopy_waits = 0;
@@ -266,10 +268,13 @@ StepPlan build_plan_from_schedule(const Workload& w, const NodeSpec& node, int s
         op.step = s;
         op.block = pos.block;
         op.stage = pos.stage;
-        name.block_prefix(s, pos.block);
-        // Its name (for messages: built here even where the op keeps none).
-        auto op_name = [&] { return std::string(name.text, name.size) + stage.name; };
+        // Its name (for messages: written when one is thrown, even where the op keeps none).
+        auto op_name = [&] {
+          name.block_prefix(s, pos.block);
+          return std::string(name.text, name.size) + stage.name;
+        };
         if (op_names) {
+          name.block_prefix(s, pos.block);
           op.name.reserve(name.size + stage.name.size());
           op.name.assign(name.text, name.size);
           op.name += stage.name;

@@ -64,7 +64,7 @@ std::string op_label(const PlanOp& op) {
          ", block " + std::to_string(op.block) + ")";
 }
 
-int StepPlan::add(PlanOp op) {
+int StepPlan::add(PlanOp&& op) {
   const int v = static_cast<int>(ops.size());
   op.id = v;
   dedupe_in_place(op.data_deps);

@@ -9,6 +9,21 @@
 
 namespace chunkflow {
 
+std::size_t DecisionMemo::key_hash(std::string_view key) {
+  const std::size_t n = key.size();
+  if (n <= kHashedWhole) return std::hash<std::string_view>{}(key);
+  const std::size_t half = kHashedWhole / 2;
+  uint64_t h = std::hash<std::string_view>{}(key.substr(0, half)) ^ (std::hash<std::string_view>{}(key.substr(n - half)) * 3);
+  h ^= uint64_t(n) * 0x9E3779B97F4A7C15ull;
+  const std::size_t stride = (n - sizeof(uint64_t)) / kHashSamples;  // ≥ 7: n > 4096
+  for (std::size_t i = 0; i < kHashSamples; ++i) {
+    uint64_t w;
+    std::memcpy(&w, key.data() + i * stride, sizeof w);
+    h = (((h << 5) | (h >> 59)) ^ w) * 0x9E3779B97F4A7C15ull;
+  }
+  return std::size_t(h ^ (h >> 32));
+}
+
 const SimOutcome* DecisionMemo::find_locked(const std::string& key, std::size_t hash) {
   auto range = index_.equal_range(hash);
   for (auto it = range.first; it != range.second; ++it)
@@ -21,7 +36,7 @@ const SimOutcome* DecisionMemo::find_locked(const std::string& key, std::size_t 
 }
 
 std::optional<SimOutcome> DecisionMemo::find_or_claim(const std::string& key) {
-  const std::size_t h = std::hash<std::string_view>{}(key);
+  const std::size_t h = key_hash(key);
   std::unique_lock lock(m_);
   for (;;) {
     if (const SimOutcome* o = find_locked(key, h)) return *o;
@@ -34,7 +49,7 @@ std::optional<SimOutcome> DecisionMemo::find_or_claim(const std::string& key) {
 }
 
 std::optional<SimOutcome> DecisionMemo::find_or_claim_unless_busy(const std::string& key, bool* busy) {
-  const std::size_t h = std::hash<std::string_view>{}(key);
+  const std::size_t h = key_hash(key);
   std::lock_guard lock(m_);
   *busy = false;
   if (const SimOutcome* o = find_locked(key, h)) return *o;
@@ -54,11 +69,12 @@ void DecisionMemo::insert(const std::string& key, const SimOutcome& outcome) {
     std::condition_variable& cv;
     ~NotifyOnExit() { cv.notify_all(); }
   } notify{claim_released_};
-  const std::size_t h = std::hash<std::string_view>{}(key);
+  const std::size_t h = key_hash(key);
   {
     std::lock_guard lock(m_);
-    claimed_.erase(key);
-    entries_.push_front(Entry{h, key, outcome});
+    // The claim's copy of the key becomes the entry's (one copy of an MB key per miss, not two).
+    auto claim = claimed_.extract(key);
+    entries_.push_front(Entry{h, claim ? std::move(claim.value()) : key, outcome});
     try {
       index_.emplace(h, entries_.begin());
     } catch (...) {  // not indexed: not kept (the byte count stays that of the indexed entries)

@@ -38,9 +38,11 @@ class GridComm {
   [[noreturn]] virtual void abort(int code);
 };
 
-/// The world this process runs in: MPI_COMM_WORLD when launched by mpirun (OMPI_COMM_WORLD_SIZE or
-/// PMI_SIZE set) and built with MPI; else a single process. Throws std::runtime_error when launched
-/// by mpirun with more than one rank in a build without MPI (every rank would write the same files).
+/// The world this process runs in: MPI_COMM_WORLD when launched by mpirun (OMPI_COMM_WORLD_SIZE,
+/// PMI_SIZE or PMIX_SIZE set) and the MPI plugin libchunkflow_mpi.so beside the program loads
+/// (sim/mpi_plugin.hpp); else a single process. Throws std::runtime_error when launched by mpirun
+/// with more than one rank and no usable plugin (every rank would write the same files), naming the
+/// plugin's path and the loader's reason.
 std::unique_ptr<GridComm> make_grid_comm();
 
 struct GridRunOptions {

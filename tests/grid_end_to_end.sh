@@ -5,7 +5,8 @@
 #  - --resume from partial files cut anywhere (even mid-line) gives the uninterrupted bytes;
 #  - SIGINT leaves partial files, exit 130; --resume completes them to the same bytes;
 #  - bad grids exit 2 naming the file and the JSON pointer, and write nothing;
-#  - with `mpi MPIRUN` as $2: 3 ranks (oversubscribed) write the single-process bytes.
+#  - with `mpi MPIRUN` as $2: 3 ranks (oversubscribed) write the single-process bytes; without the
+#    MPI plugin beside the program, 2 ranks fail naming it and write nothing.
 # Usage: grid_end_to_end.sh CHUNKFLOW [mpi MPIRUN]
 set -euo pipefail
 bin=$(realpath "$1")
@@ -39,6 +40,18 @@ if [ "${2:-}" = "mpi" ]; then
   cmp "$work/single/out/grid.csv" "$work/mixed/out/grid.csv" || fail "grid.csv of ranks with 1 and 3 threads differs from one process"
   cmp "$work/single/out/grid.jsonl" "$work/mixed/out/grid.jsonl" || fail "grid.jsonl of ranks with 1 and 3 threads differs from one process"
   echo "PASS: ranks with 1 and 3 threads write the single-process bytes"
+  # The program without its MPI plugin beside it (sim/grid_mpi.cpp): every rank says so and
+  # nothing is written (each would otherwise write the same files).
+  mkdir -p "$work/noplugin"
+  cp "$bin" "$work/noplugin/chunkflow"
+  if (cd "$work/noplugin" && "$mpirun" --allow-run-as-root --oversubscribe -n 2 ./chunkflow sweep --grid "$grid" --out out \
+        > log 2> err); then
+    fail "mpirun -n 2 without the MPI plugin exited 0"
+  fi
+  grep -q "launched by mpirun with 2 ranks, but the MPI plugin $work/noplugin/libchunkflow_mpi.so cannot be loaded" \
+    "$work/noplugin/err" || { cat "$work/noplugin/err"; fail "no error naming the missing MPI plugin"; }
+  [ ! -e "$work/noplugin/out" ] || fail "a run without the MPI plugin left output"
+  echo "PASS: without its MPI plugin, mpirun -n 2 fails naming the plugin and writes nothing"
   exit 0
 fi
 

@@ -36,6 +36,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
+#include <string_view>
 #include <limits>
 #include <cmath>
 #include <optional>
@@ -473,6 +474,52 @@ TEST_CASE("the decision memo: a claimed key makes other threads wait for its out
   CHECK(st.hits == 2);    // the waiter's "a" and this "b"
   CHECK(st.misses == 3);  // the claims: "a", "b", and "b" again after the abandon
   CHECK(st.bytes > 0);
+}
+
+TEST_CASE("the decision memo's sampled key hash: long keys that differ only between its samples hash "
+          "alike, and the memo still keeps one outcome per key", "[fast][memo]") {
+  // Short keys: std::hash of the whole key.
+  CHECK(DecisionMemo::key_hash("abc") == std::hash<std::string_view>{}("abc"));
+  // A long key and a byte flipped where no sample reads: the same hash, by construction.
+  const std::size_t n = 3 * DecisionMemo::kHashedWhole + 12345;
+  std::string a(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) a[i] = char((i * 2654435761u) >> 13);
+  const std::size_t stride = (n - 8) / DecisionMemo::kHashSamples;
+  const std::size_t half = DecisionMemo::kHashedWhole / 2;
+  std::size_t unsampled = 0;  // an offset past the head, before the tail, outside every sampled word
+  for (std::size_t i = half; i + half < n && !unsampled; ++i)
+    if (i % stride >= 8) unsampled = i;
+  REQUIRE(unsampled > 0);
+  std::string b = a;
+  b[unsampled] = char(b[unsampled] ^ 0x5a);
+  REQUIRE(a != b);
+  CHECK(DecisionMemo::key_hash(a) == DecisionMemo::key_hash(b));
+  // Flipping a sampled byte, the length, the head or the tail changes it (for these keys).
+  const std::size_t sampled = (half / stride + 10) * stride;  // a sampled word's first byte, past the head
+  REQUIRE(sampled + half < n);
+  std::string c = a;
+  c[sampled] = char(c[sampled] ^ 0x5a);
+  CHECK(DecisionMemo::key_hash(c) != DecisionMemo::key_hash(a));
+  CHECK(DecisionMemo::key_hash(a.substr(0, n - 1)) != DecisionMemo::key_hash(a));
+  // The memo decides on the whole key: colliding keys keep their own outcomes, claims and hits.
+  DecisionMemo memo;
+  SimOutcome oa, ob;
+  oa.ops = 1;
+  ob.ops = 2;
+  REQUIRE_FALSE(memo.find_or_claim(a).has_value());
+  bool busy = true;
+  REQUIRE_FALSE(memo.find_or_claim_unless_busy(b, &busy).has_value());  // not busy: b is not a's claim
+  CHECK_FALSE(busy);
+  memo.insert(b, ob);
+  memo.insert(a, oa);
+  const auto got_a = memo.find_or_claim(a), got_b = memo.find_or_claim(b);
+  REQUIRE(got_a.has_value());
+  REQUIRE(got_b.has_value());
+  CHECK(got_a->ops == 1);
+  CHECK(got_b->ops == 2);
+  const DecisionMemoStats st = memo.stats();
+  CHECK(st.hits == 2);
+  CHECK(st.misses == 2);
 }
 
 TEST_CASE("the decision memo's non-waiting look-up: busy while a claim is held, the decision left "
