@@ -7,12 +7,6 @@
 
 namespace chunkflow {
 
-FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topology) {
-  const double cap = op.rate_cap_bytes_per_s > 0 ? std::min(op.rate_cap_bytes_per_s, node.copy_engine_bytes_per_s)
-                                                 : node.copy_engine_bytes_per_s;
-  return {&topology.h2d_route(op.rank), op.bytes, cap};
-}
-
 std::vector<FlowSpec> collective_flows(const PlanOp& op, const StepPlan& plan, const NodeSpec& node,
                                        const Topology& topology) {
   const CollectiveKind kind = op.stage >= 0 ? plan.stage_of(op).collective : CollectiveKind::all_to_all;

@@ -2,6 +2,7 @@
 // The flows an op puts on the topology: the one definition the executor runs and the lower bound
 // (sim/bound.hpp) counts. Source: shared/DESIGN.md "The physics the simulator models";
 // systems-and-hardware.md §3, §5.
+#include <algorithm>
 #include <deque>
 #include <vector>
 
@@ -21,7 +22,12 @@ struct FlowSpec {
 
 /// The flow of an H2D op: host → gpu<rank>, `op.bytes`, capped at the copy engine's rate or the
 /// op's rate_cap_bytes_per_s when lower.
-FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topology);
+/// (Inline: the executor and the bound ask once per copy, ~10^5 copies in a 1 MiB-chunk plan.)
+inline FlowSpec h2d_flow(const PlanOp& op, const NodeSpec& node, const Topology& topology) {
+  const double cap = op.rate_cap_bytes_per_s > 0 ? std::min(op.rate_cap_bytes_per_s, node.copy_engine_bytes_per_s)
+                                                 : node.copy_engine_bytes_per_s;
+  return {&topology.h2d_route(op.rank), op.bytes, cap};
+}
 
 /// The flows of one collective (any op of its group; per-rank buffer S = op.bytes), in NCCL's
 /// algorithm shape, each flow on its GPU pair's peer path at the per-flow cap of the transport NCCL

@@ -152,12 +152,6 @@ const Topology::Route& Topology::sm_host_read_route(int rank) const {
   return route(kHostVertex, gpu_vertex(rank));  // throws the error route() gives
 }
 
-const Topology::Route& Topology::h2d_route(int rank) const {
-  if (rank >= 0 && rank < int(h2d_route_index_.size()) && h2d_route_index_[std::size_t(rank)] >= 0)
-    return routes_[std::size_t(h2d_route_index_[std::size_t(rank)])];
-  return route(kHostVertex, gpu_vertex(rank));  // throws the error route() gives
-}
-
 std::shared_ptr<const Topology> Topology::shared(const NodeSpec& node) {
   constexpr std::size_t kKept = 16;
   thread_local std::vector<std::pair<std::string, std::shared_ptr<const Topology>>> cache;  // most recent first

@@ -97,7 +97,11 @@ class Topology {
   const Route& route(int src_vertex, int dst_vertex) const;
 
   /// route("host", "gpu<rank>"), the H2D copies' route, resolved once per GPU. Throws as route().
-  const Route& h2d_route(int rank) const;
+  const Route& h2d_route(int rank) const {  // inline: the executor and the bound ask once per copy
+    if (rank >= 0 && rank < int(h2d_route_index_.size()) && h2d_route_index_[std::size_t(rank)] >= 0)
+      return routes_[std::size_t(h2d_route_index_[std::size_t(rank)])];
+    return route(kHostVertex, gpu_vertex(rank));  // throws the error route() gives
+  }
   /// Max-min weight of a flow whose bytes GPU `rank`'s SMs read from host memory (the pcie_proxy's
   /// inbound half; SHM peer paths carry theirs in PeerPath::weight): model/routes.hpp
   /// NodeRoutes::sm_read_weight. 1 for a rank out of range.
