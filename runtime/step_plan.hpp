@@ -100,8 +100,9 @@ struct StepPlan {
   /// data_deps are merged into deps: data_deps keeps the first occurrence of each id, in order, and
   /// deps becomes the lane predecessors so filtered followed by the data deps not among them.
   /// O(d log d) in the list lengths d. Every dependency must already be in the plan (ops are added
-  /// in a topological order). Throws std::logic_error otherwise, the plan unchanged. The rvalue
-  /// form moves the op in once (a 1 MiB-chunk plan adds ~10^5 ops of ~200 bytes).
+  /// in a topological order). Throws std::logic_error otherwise, the plan unchanged (the rvalue
+  /// form's argument then holds its id and merged deps). The rvalue form moves the op in once (a
+  /// 1 MiB-chunk plan adds ~10^5 ops of ~200 bytes).
   int add(PlanOp&& op);
   int add(const PlanOp& op) { return add(PlanOp(op)); }
   /// Adds a data dependency `before` → `after` (to data_deps and deps). Duplicates ignored.

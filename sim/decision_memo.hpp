@@ -73,7 +73,9 @@ class DecisionMemo {
   /// at evenly spaced offsets. A 1 MiB-chunk decision of the main job encodes to MBs and a miss
   /// hashes it several times (find, claim, insert), ~2 % of the default sweep's instructions
   /// (callgrind, 2026-11-27); equality is always decided on the whole key, so a sampled hash only
-  /// makes collisions likelier, never a wrong hit.
+  /// makes collisions likelier, never a wrong hit. On an MB key the samples are ~60 pieces apart, so
+  /// two decisions that differ in a few pieces at equal length (rate caps) may share a hash; each
+  /// look-up then compares the whole keys (memcmp, under the lock; at most kMaxBytes of them).
   static std::size_t key_hash(std::string_view key);
   static constexpr std::size_t kHashedWhole = 4096, kHashSamples = 512;
 

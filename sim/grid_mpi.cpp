@@ -28,11 +28,15 @@ int launcher_world_size() {
 }
 
 /// The plugin's path: libchunkflow_mpi.so in the running program's directory (CMakeLists.txt writes
-/// both into the build folder).
-std::filesystem::path plugin_path() {
+/// both into one folder), or "" with `why` set when the program's own path cannot be read.
+std::filesystem::path plugin_path(std::string& why) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (ec ? std::filesystem::path(".") : exe.parent_path()) / "libchunkflow_mpi.so";
+  if (ec) {
+    why = "cannot locate the program through /proc/self/exe: " + ec.message();
+    return {};
+  }
+  return exe.parent_path() / "libchunkflow_mpi.so";
 }
 
 /// The plugin's functions, or nullptr with `why` set when it is missing or unusable. Loaded with
@@ -51,6 +55,7 @@ const ChunkflowMpiApi* load_plugin(const std::filesystem::path& path, std::strin
     why = !api ? "no chunkflow_mpi_api symbol"
                : "interface version " + std::to_string(api->version) + ", expected " +
                      std::to_string(kChunkflowMpiApiVersion) + " (rebuild the program and the plugin together)";
+    dlclose(handle);  // MPI was not initialised: nothing of it is in use
     return nullptr;
   }
   return api;  // the plugin stays loaded to exit (MPI's atexit handlers live in it)
@@ -97,12 +102,13 @@ class MpiComm final : public GridComm {
 std::unique_ptr<GridComm> make_grid_comm() {
   const int world = launcher_world_size();
   if (world == 0) return std::make_unique<GridComm>();
-  const std::filesystem::path path = plugin_path();
   std::string why;
-  if (const ChunkflowMpiApi* api = load_plugin(path, why)) return std::make_unique<MpiComm>(*api);
+  const std::filesystem::path path = plugin_path(why);
+  if (!path.empty())
+    if (const ChunkflowMpiApi* api = load_plugin(path, why)) return std::make_unique<MpiComm>(*api);
   if (world > 1)
     throw std::runtime_error("launched by mpirun with " + std::to_string(world) + " ranks, but the MPI plugin " +
-                             path.string() + " cannot be loaded (" + why +
+                             (path.empty() ? std::string("libchunkflow_mpi.so") : path.string()) + " cannot be loaded (" + why +
                              "): build with OpenMPI (libopenmpi-dev: scripts/setup.sh, and reconfigure) and keep the "
                              "plugin beside the program; every rank would write the same files");
   return std::make_unique<GridComm>();  // one rank: the same output without MPI

@@ -48,7 +48,7 @@ if [ "${2:-}" = "mpi" ]; then
         > log 2> err); then
     fail "mpirun -n 2 without the MPI plugin exited 0"
   fi
-  grep -q "launched by mpirun with 2 ranks, but the MPI plugin $work/noplugin/libchunkflow_mpi.so cannot be loaded" \
+  grep -q "launched by mpirun with 2 ranks, but the MPI plugin $(realpath "$work")/noplugin/libchunkflow_mpi.so cannot be loaded" \
     "$work/noplugin/err" || { cat "$work/noplugin/err"; fail "no error naming the missing MPI plugin"; }
   [ ! -e "$work/noplugin/out" ] || fail "a run without the MPI plugin left output"
   echo "PASS: without its MPI plugin, mpirun -n 2 fails naming the plugin and writes nothing"
