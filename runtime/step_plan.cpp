@@ -432,20 +432,22 @@ thread_local bool validate_exhaustive = false;  // set_validate_exhaustive
 
 void set_validate_exhaustive(bool on) { validate_exhaustive = on; }
 
-void validate(const StepPlan& plan) {
+int validate(const StepPlan& plan) {
   // A plan whose ranks run copies of rank 0's ops (rank_copies_of_prefix) is valid when rank 0's
   // ops are, as a one-rank plan: every check but the collective groups' is per rank, and reads
   // rank j's ops as it reads rank 0's (ids, deps and the tables keyed by rank shifted alike); and
   // a group with exactly one op on rank 0 has exactly one on every rank (the groups of rank j are
   // rank 0's). Where rank 0's ops fail (or cannot be judged alone), the whole plan is checked,
   // so a violation is reported as the check over every op reports it.
-  if (const int k_ops = validate_exhaustive ? 0 : rank_copies_of_prefix(plan); k_ops > 0) {
+  const int k_ops = validate_exhaustive ? 0 : rank_copies_of_prefix(plan);
+  if (k_ops > 0) {
     try {
-      if (validate_ops(plan, k_ops, 1)) return;
+      if (validate_ops(plan, k_ops, 1)) return k_ops;
     } catch (const std::exception&) {
     }
   }
   validate_ops(plan, int(plan.ops.size()), plan.info.ranks);
+  return k_ops;  // the copy property holds whichever way the ops were judged
 }
 
 std::string plan_fnv1a64(const StepPlan& plan) {

@@ -130,7 +130,10 @@ std::pair<double, double> stage_weight_range(const BlockCost& block, int s);
 /// equal, ids and dependencies shifted by rank × ops per rank) passes when rank 0's ops pass as a
 /// one-rank plan, and is checked op by op otherwise (step_plan.cpp validate); the verdict and the
 /// message are those of the check over every op either way (tests/test_policy.cpp compares them).
-void validate(const StepPlan& plan);
+/// Returns K > 0 when it found the plan's ops to be plan.info.ranks ≥ 2 such copies of its first K
+/// ops (what a caller may hand to simulate, SimOptions::rank_copy_ops, for this plan unchanged), else
+/// 0 (one rank, another layout, or set_validate_exhaustive).
+int validate(const StepPlan& plan);
 
 /// Set (for tests), this thread's validate checks every op of every plan; unset (the default), a
 /// plan whose ranks copy rank 0's ops is judged from rank 0's (validate above).

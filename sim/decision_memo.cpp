@@ -162,8 +162,9 @@ DecisionRun finish_decision(const Workload& w, const NodeSpec& node, const Forwa
   if (!o) {  // a decision not seen yet (or dropped): the full path, under this thread's claim
     try {
       StepPlan plan = build_plan_from_schedule(w, node, steps, d.schedule, std::move(d.info), options.record_op_names);
-      validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
-      const SimResult r = simulate(plan, node, options);
+      SimOptions checked = options;
+      checked.rank_copy_ops = validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
+      const SimResult r = simulate(plan, node, checked);
       out.outcome = SimOutcome{r.summary, r.bound, r.events, plan.ops.size(),
                                memory_verdict(plan, node, r.summary.peak_memory_bytes)};
       out.info = std::move(plan.info);

@@ -79,7 +79,7 @@ class Simulation {
     // standing for its orbit's ranks'; not with link or memory samples, which are per resource and
     // per rank.
     if (simulate_symmetric && !options.record_links && !options.record_memory)
-      symmetry_ = detect_rank_symmetry(plan, node, topology_, collective_flows_);
+      symmetry_ = detect_rank_symmetry(plan, node, topology_, collective_flows_, options.rank_copy_ops);
     simulated_ops_ = symmetry_ ? int(symmetry_->simulated_ops.size()) : int(plan.ops.size());
     const int n = static_cast<int>(plan.ops.size());
     pending_deps_.resize(n);

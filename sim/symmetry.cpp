@@ -99,7 +99,7 @@ const std::vector<int>& RankSymmetry::orbit_sizes(const std::vector<FlowSpec>& f
 }
 
 std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, const NodeSpec& node, const Topology& topology,
-                                                 CollectiveFlowCache& flow_cache) {
+                                                 CollectiveFlowCache& flow_cache, int rank_copy_ops) {
   const int n = plan.ops.empty() ? 0 : plan.info.ranks;
   if (n < 2 || plan.ops.size() % std::size_t(n) != 0) return nullptr;
   // A calibrated slowdown reads whether a copy or collective of the op's rank is in flight at its
@@ -113,25 +113,30 @@ std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, c
 
   // Rank uniformity: each rank's ops in id order, field for field equal to rank 0's at the same
   // position, dependencies on its own ops at the positions of rank 0's.
-  sym->ops_of_rank.assign(plan.ops.size(), -1);
-  std::vector<int> position(plan.ops.size(), -1), count(std::size_t(n), 0);
-  for (const PlanOp& op : plan.ops) {
-    if (op.rank < 0 || op.rank >= n || count[std::size_t(op.rank)] >= m) return nullptr;
-    position[std::size_t(op.id)] = count[std::size_t(op.rank)];
-    sym->ops_of_rank[std::size_t(op.rank) * std::size_t(m) + std::size_t(count[std::size_t(op.rank)]++)] = op.id;
-  }
-  for (int j = 1; j < n; ++j)
-    for (int k = 0; k < m; ++k) {
-      const PlanOp& rep = plan.ops[std::size_t(sym->ops_of_rank[std::size_t(k)])];
-      const PlanOp& op = plan.ops[std::size_t(sym->ops_of_rank[std::size_t(j) * std::size_t(m) + std::size_t(k)])];
-      if (!same_op_fields(rep, op) || rep.deps.size() != op.deps.size()) return nullptr;
-      for (std::size_t x = 0; x < op.deps.size(); ++x) {
-        const int d = op.deps[x], d0 = rep.deps[x];
-        if (plan.ops[std::size_t(d)].rank != j || plan.ops[std::size_t(d0)].rank != 0 ||
-            position[std::size_t(d)] != position[std::size_t(d0)])
-          return nullptr;
-      }
+  if (rank_copy_ops == m) {  // rank copies, as the caller found (validate): op j·m + k is rank j's k-th
+    sym->ops_of_rank.resize(plan.ops.size());
+    std::iota(sym->ops_of_rank.begin(), sym->ops_of_rank.end(), 0);
+  } else {
+    sym->ops_of_rank.assign(plan.ops.size(), -1);
+    std::vector<int> position(plan.ops.size(), -1), count(std::size_t(n), 0);
+    for (const PlanOp& op : plan.ops) {
+      if (op.rank < 0 || op.rank >= n || count[std::size_t(op.rank)] >= m) return nullptr;
+      position[std::size_t(op.id)] = count[std::size_t(op.rank)];
+      sym->ops_of_rank[std::size_t(op.rank) * std::size_t(m) + std::size_t(count[std::size_t(op.rank)]++)] = op.id;
     }
+    for (int j = 1; j < n; ++j)
+      for (int k = 0; k < m; ++k) {
+        const PlanOp& rep = plan.ops[std::size_t(sym->ops_of_rank[std::size_t(k)])];
+        const PlanOp& op = plan.ops[std::size_t(sym->ops_of_rank[std::size_t(j) * std::size_t(m) + std::size_t(k)])];
+        if (!same_op_fields(rep, op) || rep.deps.size() != op.deps.size()) return nullptr;
+        for (std::size_t x = 0; x < op.deps.size(); ++x) {
+          const int d = op.deps[x], d0 = rep.deps[x];
+          if (plan.ops[std::size_t(d)].rank != j || plan.ops[std::size_t(d0)].rank != 0 ||
+              position[std::size_t(d)] != position[std::size_t(d0)])
+            return nullptr;
+        }
+      }
+  }
 
   // The collective flow lists rank 0's collectives use, with their flows' ends.
   const bool proxy = node.collective == CollectiveBackend::pcie_proxy;
@@ -230,6 +235,7 @@ std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, c
   // The representative problem: the H2D copies' orbit and each list's orbits under the group.
   sym->h2d_routes.resize(std::size_t(n));
   for (int j = 0; j < n; ++j) add_route(sym->h2d_routes[std::size_t(sym->representative[std::size_t(j)])], *h2d[std::size_t(j)]);
+  sym->simulated_ops.reserve(std::size_t(representatives) * std::size_t(m));  // exactly: m ops per rank
   for (const PlanOp& op : plan.ops)
     if (sym->representative[std::size_t(op.rank)] == op.rank) sym->simulated_ops.push_back(op.id);
   for (const FlowList& list : lists) {

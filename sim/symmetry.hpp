@@ -94,7 +94,12 @@ struct RankSymmetry {
 /// topology, or a collective's flows name a rank the plan does not execute (or one pair twice). `flows` must be the cache of
 /// (plan, node, topology); the result points into it and into `topology`, which must outlive it.
 /// O(ops + candidates · (n + flows · route length)), n(n−1)/2 + 2(n−1) candidates for n ranks.
+/// `rank_copy_ops` (SimOptions::rank_copy_ops): when it equals the plan's op count over its ranks,
+/// the caller vouches that the ops are rank copies of the first ones (validate()'s finding, which
+/// implies rank uniformity: rank j's k-th op is op j·K + k, equal to op k, its deps op k's + j·K),
+/// and the op-by-op check is skipped; any other value is ignored.
 std::unique_ptr<const RankSymmetry> detect_rank_symmetry(const StepPlan& plan, const NodeSpec& node,
-                                                         const Topology& topology, CollectiveFlowCache& flows);
+                                                         const Topology& topology, CollectiveFlowCache& flows,
+                                                         int rank_copy_ops = 0);
 
 }  // namespace chunkflow

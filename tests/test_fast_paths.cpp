@@ -851,6 +851,30 @@ TEST_CASE("simulate's rank symmetry (one representative rank per orbit, orbit fl
     CollectiveFlowCache cache(plan, n, *topology);
     const std::unique_ptr<const RankSymmetry> sym = detect_rank_symmetry(plan, n, *topology, cache);
     CHECK((sym != nullptr) == fast.rank_symmetric);
+    // validate()'s rank-copy finding handed to the detection (SimOptions::rank_copy_ops, as
+    // run_decision does) gives the symmetry and the run the op-by-op check gives, bit for bit.
+    {
+      const int copies = validate(plan);
+      if (plan.info.ranks >= 2) CHECK(std::size_t(copies) * std::size_t(plan.info.ranks) == plan.ops.size());
+      CollectiveFlowCache vouched_cache(plan, n, *topology);
+      const std::unique_ptr<const RankSymmetry> vouched = detect_rank_symmetry(plan, n, *topology, vouched_cache, copies);
+      REQUIRE((vouched != nullptr) == (sym != nullptr));
+      if (sym) {
+        CHECK(vouched->ops_of_rank == sym->ops_of_rank);
+        CHECK(vouched->representative == sym->representative);
+        CHECK(vouched->orbit_size == sym->orbit_size);
+        CHECK(vouched->simulated_ops == sym->simulated_ops);
+      }
+      SimOptions hinted = rowless;
+      hinted.rank_copy_ops = copies;
+      const SimResult h = simulate(plan, n, hinted);
+      CHECK(h.rank_symmetric == fast_rowless.rank_symmetric);
+      CHECK(h.events == fast_rowless.events);
+      CHECK(h.summary.step_time_s == fast_rowless.summary.step_time_s);
+      CHECK(h.summary.prefetch_stall_s == fast_rowless.summary.prefetch_stall_s);
+      CHECK(h.summary.peak_memory_bytes == fast_rowless.summary.peak_memory_bytes);
+      CHECK(h.bound.bound_step_time_s == fast_rowless.bound.bound_step_time_s);
+    }
     if (sym) {
       const std::size_t m = std::size_t(sym->ops_per_rank);
       bool several_orbits = false;
