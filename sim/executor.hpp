@@ -50,7 +50,7 @@ struct SimOptions {
   /// K > 0: the caller has found, on this very plan (unchanged since), that its ops are
   /// plan.info.ranks copies of its first K ops, as validate() returns it (runtime/step_plan.hpp);
   /// the rank-symmetry detection (sim/symmetry.hpp) then takes rank uniformity from it instead of
-  /// comparing every rank's ops with rank 0's again (~3 % of the default sweep's instructions).
+  /// comparing every rank's ops with rank 0's again (~4 % of the default sweep's instructions).
   /// A value that is not the plan's op count over its ranks is ignored. 0: unknown, checked.
   int rank_copy_ops = 0;
 };
