@@ -74,16 +74,50 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   const int s = plan.info.steps - 1;
   const int ranks = plan.info.ranks;
 
+  const int op_count = int(plan.ops.size());
+
+  // One pass over every op gathers what the terms below read of the whole plan (a 1 MiB-chunk
+  // plan's ops are tens of MB, so each pass streams them from memory): per rank its step-s op
+  // count, its last compute op of each step and whether it copies; the first op of step s; the
+  // collective group ids in use and each one's members in step s; whether every rank keeps its
+  // copies on one lane and its collectives on one lane. A second pass, over the ops from the
+  // first of step s on, files the ops of step s.
+  std::vector<std::size_t> count(static_cast<std::size_t>(ranks), 0);  // per rank, ops of step s
+  int first_of_step = op_count;
+  int group_end = 0;                // collective group ids are in [0, group_end) (validate())
+  std::vector<int> group_members;   // per group id, its members in step s
+  std::vector<int> last_compute_id(std::size_t(ranks) * std::size_t(std::max(plan.info.steps, 0)), -1);
+  std::vector<char> copies(static_cast<std::size_t>(ranks), 0);  // the rank has an H2D op
+  bool single_lanes = true;
+  std::vector<int> h2d_lane(static_cast<std::size_t>(ranks), -1), comm_lane(static_cast<std::size_t>(ranks), -1);
+  for (const PlanOp& op : plan.ops) {
+    const std::size_t q = std::size_t(op.rank);
+    if (op.step == s) ++count[q], first_of_step = std::min(first_of_step, op.id);
+    if (op.kind == OpKind::compute) {
+      last_compute_id[q * std::size_t(plan.info.steps) + std::size_t(op.step)] = op.id;
+      continue;
+    }
+    if (op.kind == OpKind::collective) {
+      if (op.collective_group < 0) throw std::logic_error("step_bound: " + op_label(op) + " belongs to no collective group");
+      group_end = std::max(group_end, op.collective_group + 1);
+      if (op.step == s) {
+        if (group_members.size() <= std::size_t(op.collective_group)) group_members.resize(std::size_t(op.collective_group) + 1, 0);
+        ++group_members[std::size_t(op.collective_group)];
+      }
+    } else {
+      copies[q] = 1;
+    }
+    int& lane = (op.kind == OpKind::h2d ? h2d_lane : comm_lane)[q];
+    if (lane < 0) lane = int(op.lane);
+    else if (lane != int(op.lane)) single_lanes = false;
+  }
+  group_members.resize(std::size_t(group_end), 0);
+
   // Per rank: the step's ops in issue order (ids ascend within a rank's program).
   std::vector<std::vector<const PlanOp*>> ops(ranks);
-  {  // sized once: a rank-uniform plan has ops/ranks per rank, about half of them in step s
-    std::vector<std::size_t> count(static_cast<std::size_t>(ranks), 0);
-    for (const PlanOp& op : plan.ops)
-      if (op.step == s) ++count[std::size_t(op.rank)];
-    for (int r = 0; r < ranks; ++r) ops[std::size_t(r)].reserve(count[std::size_t(r)]);
-  }
-  for (const PlanOp& op : plan.ops)
-    if (op.step == s) ops[op.rank].push_back(&op);
+  for (int r = 0; r < ranks; ++r) ops[std::size_t(r)].reserve(count[std::size_t(r)]);
+  for (int i = first_of_step; i < op_count; ++i)
+    if (plan.ops[std::size_t(i)].step == s) ops[plan.ops[std::size_t(i)].rank].push_back(&plan.ops[std::size_t(i)]);
 
   // Uncontended duration of a collective: its flows alone, max-min rates, plus the latency.
   std::map<std::pair<int, double>, double> alone_s;  // by kind and buffer bytes (same flows)
@@ -156,7 +190,6 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // same flows, copies on routes the symmetry maps onto each other (the same capacities and
   // coefficients, so the same narrowest rate), and the same dependencies, taken in the same order.
   // rep_op[id]: the op at id's position on its rank's representative; those alone are evaluated.
-  const int op_count = int(plan.ops.size());
   std::vector<int> rep_op;
   if (symmetry && std::size_t(symmetry->ranks) * std::size_t(symmetry->ops_per_rank) == plan.ops.size()) {
     rep_op.resize(plan.ops.size());
@@ -188,12 +221,9 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // op of step s (each ends by E(s)); −∞ when no compute op of step s follows it. Successors have
   // larger ids, and every successor of a step-s op is a step-s op (s is the last step).
   std::vector<double> tail(static_cast<std::size_t>(op_count), -kInf);
-  int first_of_step = op_count;
-  for (const PlanOp& op : plan.ops)
-    if (op.step == s) {
-      first_of_step = std::min(first_of_step, op.id);
-      if (op.kind == OpKind::compute) tail[std::size_t(op.id)] = 0;
-    }
+  for (const std::vector<const PlanOp*>& rank_ops : ops)
+    for (const PlanOp* op : rank_ops)
+      if (op->kind == OpKind::compute) tail[std::size_t(op->id)] = 0;
   for (int i = op_count - 1; i >= first_of_step; --i) {
     const PlanOp& op = plan.ops[i];
     if (op.step != s || tail[std::size_t(i)] == -kInf || (!rep_op.empty() && rep_op[std::size_t(i)] != i)) continue;
@@ -208,28 +238,21 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // groups in ascending id, members in op order, and the flows of each, once (flows_of_group, into
   // flow_cache: stable references). Flat arrays: a plan has hundreds of groups, and a map of
   // vectors cost two heap blocks each.
-  int group_end = 0;  // collective group ids are in [0, group_end) (validate())
-  for (const PlanOp& op : plan.ops)
-    if (op.kind == OpKind::collective) {
-      if (op.collective_group < 0) throw std::logic_error("step_bound: " + op_label(op) + " belongs to no collective group");
-      group_end = std::max(group_end, op.collective_group + 1);
-    }
   std::vector<int> group_index(static_cast<std::size_t>(group_end), -1);  // id → index, −1: none in step s
   std::vector<int> member_begin(1, 0), member_ids;  // index k's members: member_ids[member_begin[k] ..)
   {
-    std::vector<int> count(static_cast<std::size_t>(group_end), 0);
-    for (const PlanOp& op : plan.ops)
-      if (op.step == s && op.kind == OpKind::collective) ++count[std::size_t(op.collective_group)];
     for (int g = 0; g < group_end; ++g)
-      if (count[std::size_t(g)] > 0) {
+      if (group_members[std::size_t(g)] > 0) {
         group_index[std::size_t(g)] = int(member_begin.size()) - 1;
-        member_begin.push_back(member_begin.back() + count[std::size_t(g)]);
+        member_begin.push_back(member_begin.back() + group_members[std::size_t(g)]);
       }
     member_ids.resize(std::size_t(member_begin.back()));
     std::vector<int> next(member_begin.begin(), member_begin.end() - 1);
-    for (const PlanOp& op : plan.ops)
+    for (int i = first_of_step; i < op_count; ++i) {  // the members in op order
+      const PlanOp& op = plan.ops[std::size_t(i)];
       if (op.step == s && op.kind == OpKind::collective)
         member_ids[std::size_t(next[std::size_t(group_index[std::size_t(op.collective_group)])]++)] = op.id;
+    }
   }
   const std::size_t groups = member_begin.size() - 1;
   auto members_of = [&](std::size_t k) {
@@ -296,9 +319,6 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
     // rate a copy has on it, evaluated at its first copy.
     std::vector<const Topology::Route*> rank_route(static_cast<std::size_t>(ranks), nullptr);
     std::vector<double> rank_rate(static_cast<std::size_t>(ranks), 0.0);
-    std::vector<int> last_compute_id(std::size_t(ranks) * plan.info.steps, -1);
-    for (const PlanOp& op : plan.ops)
-      if (op.kind == OpKind::compute) last_compute_id[std::size_t(op.rank) * plan.info.steps + op.step] = op.id;
     for (const PlanOp& op : plan.ops) {
       if (op.step > s) continue;
       if (op.kind == OpKind::h2d) {
@@ -377,8 +397,7 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
   // The anchor of each candidate r*: its last compute op of step s−1.
   std::vector<int> anchor_of(static_cast<std::size_t>(ranks), -1);
   if (s > 0)
-    for (const PlanOp& op : plan.ops)
-      if (op.step == s - 1 && op.kind == OpKind::compute) anchor_of[std::size_t(op.rank)] = std::max(anchor_of[std::size_t(op.rank)], op.id);
+    for (int q = 0; q < ranks; ++q) anchor_of[std::size_t(q)] = last_compute_id[std::size_t(q) * std::size_t(plan.info.steps) + std::size_t(s - 1)];
 
   // (h) inputs independent of r* (sim/bound.hpp (h)). The term needs one copy at a time per rank
   // and one collective group at a time: every rank's copies on one lane, and every rank's
@@ -393,27 +412,12 @@ StepBound step_bound(const StepPlan& plan, const NodeSpec& node, double previous
       return std::min(solver.capacity(res), directions[std::size_t(k)].under_duplex_bytes_per_s);
     return solver.capacity(res);
   };
-  bool single_lanes = true;
-  {
-    std::vector<int> h2d_lane(static_cast<std::size_t>(ranks), -1), comm_lane(static_cast<std::size_t>(ranks), -1);
-    for (const PlanOp& op : plan.ops) {
-      if (op.kind == OpKind::compute) continue;
-      int& lane = (op.kind == OpKind::h2d ? h2d_lane : comm_lane)[std::size_t(op.rank)];
-      if (lane < 0) lane = int(op.lane);
-      else if (lane != int(op.lane)) single_lanes = false;
-    }
-  }
   // lanes_on[ρ]: Σ over the ranks with a copy in the plan of their H2D route's coefficient on ρ
   // (at most one copy per rank crosses at a time).
   std::vector<double> lanes_on(static_cast<std::size_t>(resources), 0.0);
-  {
-    std::vector<char> copies(static_cast<std::size_t>(ranks), 0);
-    for (const PlanOp& op : plan.ops)
-      if (op.kind == OpKind::h2d) copies[std::size_t(op.rank)] = 1;
-    for (int q = 0; q < ranks; ++q)
-      if (copies[std::size_t(q)])
-        for (auto [res, coeff] : topology.h2d_route(q)) lanes_on[std::size_t(res)] += coeff;
-  }
+  for (int q = 0; q < ranks; ++q)
+    if (copies[std::size_t(q)])
+      for (auto [res, coeff] : topology.h2d_route(q)) lanes_on[std::size_t(res)] += coeff;
   // Per rank: its step-s copies' classes (by flow cap: the copy engine or the plan's lower cap),
   // each with v = the fastest it can move (cap, route's narrowest capacity per coefficient).
   struct CopyClass {

@@ -76,8 +76,15 @@ StepSummary summarize_rows(const Rows& rows, int steps, const std::vector<int>* 
 
   // Rows by op id: the row index itself when every row's id is its index (every simulated
   // timeline: no duplicates then), else a hash map (measured traces may number sparsely).
+  // One pass finds that and the ranks' range (below).
   bool dense = true;
-  for (std::size_t i = 0; i < n_rows && dense; ++i) dense = rows.op_id(i) == static_cast<int>(i);
+  int min_rank = 0, max_rank = 0;
+  for (std::size_t i = 0; i < n_rows; ++i) {
+    dense = dense && rows.op_id(i) == static_cast<int>(i);
+    const int rank = rows.rank(i);
+    if (i == 0 || rank < min_rank) min_rank = rank;
+    if (i == 0 || rank > max_rank) max_rank = rank;
+  }
   std::unordered_map<int, std::size_t> by_id;
   if (!dense) {
     by_id.reserve(n_rows);
@@ -101,17 +108,12 @@ StepSummary summarize_rows(const Rows& rows, int steps, const std::vector<int>* 
   struct PerRank {
     std::vector<std::pair<double, double>> lane_intervals_s[kLaneCount];
     std::vector<std::size_t> lane_ops[kLaneCount];  // all steps, for lane predecessors
+    bool lane_has_stall_ops[kLaneCount] = {};       // the lane holds a compute op of step s
     double collective_s = 0;
     double h2d_bytes = 0;
     double stall_s = 0;
     bool seen = false;
   };
-  int min_rank = 0, max_rank = 0;
-  for (std::size_t i = 0; i < n_rows; ++i) {
-    const int rank = rows.rank(i);
-    if (i == 0 || rank < min_rank) min_rank = rank;
-    if (i == 0 || rank > max_rank) max_rank = rank;
-  }
   const bool dense_ranks = min_rank >= 0 && static_cast<std::size_t>(max_rank) < n_rows;
   std::map<int, std::size_t> slot_of_rank;
   std::size_t slots = 0;
@@ -134,7 +136,7 @@ StepSummary summarize_rows(const Rows& rows, int steps, const std::vector<int>* 
     const OpKind kind = rows.kind(i);
     const int step = rows.step(i);
     if (kind == OpKind::compute) {
-      if (step == s) end_s_step = std::max(end_s_step, rows.end_s(i));
+      if (step == s) end_s_step = std::max(end_s_step, rows.end_s(i)), r.lane_has_stall_ops[lane] = true;
       if (step == s - 1) end_s_prev = std::max(end_s_prev, rows.end_s(i));
     }
     if (step != s) continue;
@@ -166,7 +168,10 @@ StepSummary summarize_rows(const Rows& rows, int steps, const std::vector<int>* 
     out.collective_time_s = std::max(out.collective_time_s, r.collective_s);
     out.h2d_bytes = std::max(out.h2d_bytes, r.h2d_bytes);
 
-    for (auto& ops : r.lane_ops) {
+    for (int lane = 0; lane < kLaneCount; ++lane) {
+      // Only a compute op of step s adds to the stall: a lane without one adds nothing, sorted or not.
+      if (!r.lane_has_stall_ops[lane]) continue;
+      std::vector<std::size_t>& ops = r.lane_ops[lane];
       bool sorted = !summarize_exhaustive();
       for (std::size_t i = 0; i < ops.size() && sorted; ++i)
         sorted = !std::isnan(rows.start_s(ops[i])) && !std::isnan(rows.end_s(ops[i])) && !(i > 0 && before(ops[i], ops[i - 1]));
