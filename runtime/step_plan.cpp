@@ -27,11 +27,12 @@ namespace {
 void dedupe_in_place(OpIds& xs) {
   if (xs.size() < 2) return;
   if (xs.size() <= 16) {
+    int* const x = xs.data();
+    const std::size_t n = xs.size();
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < xs.size(); ++i)
-      if (std::find(xs.begin(), xs.begin() + std::ptrdiff_t(kept), xs[i]) == xs.begin() + std::ptrdiff_t(kept))
-        xs[kept++] = xs[i];
-    xs.resize(kept);
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::find(x, x + kept, x[i]) == x + kept) x[kept++] = x[i];
+    if (kept != n) xs.resize(kept);  // nearly always nothing to drop: no call into the container
     return;
   }
   if (std::adjacent_find(xs.begin(), xs.end(), std::greater_equal<int>()) == xs.end()) return;  // strictly ascending
@@ -74,7 +75,7 @@ int StepPlan::add(PlanOp&& op) {
   dedupe_in_place(op.deps);
   const std::size_t lane = op.deps.size();
   if (lane <= 16) {
-    op.deps.reserve(lane + op.data_deps.size());
+    if (lane + op.data_deps.size() > op.deps.capacity()) op.deps.reserve(lane + op.data_deps.size());
     for (int d : op.data_deps)
       if (std::find(op.deps.begin(), op.deps.begin() + std::ptrdiff_t(lane), d) == op.deps.begin() + std::ptrdiff_t(lane))
         op.deps.push_back(d);
