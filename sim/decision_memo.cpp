@@ -162,6 +162,7 @@ DecisionRun finish_decision(const Workload& w, const NodeSpec& node, const Forwa
   if (!o) {  // a decision not seen yet (or dropped): the full path, under this thread's claim
     try {
       StepPlan plan = build_plan_from_schedule(w, node, steps, d.schedule, std::move(d.info), options.record_op_names);
+      std::vector<CopyPiece>().swap(d.schedule.pieces);  // built: its MBs go to validate's and the run's arrays
       SimOptions checked = options;
       checked.rank_copy_ops = validate(plan);  // every plan is checked before it runs (runtime/step_plan.hpp)
       const SimResult r = simulate(plan, node, checked);

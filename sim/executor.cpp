@@ -161,14 +161,18 @@ class Simulation {
   }
 
   /// The rank symmetry simulated under (sim/symmetry.hpp), or nullptr: every rank was simulated.
-  const RankSymmetry* symmetry() const { return symmetry_.get(); }
+  /// The rank symmetry the run used (null when it ran every rank), handed over.
+  std::unique_ptr<const RankSymmetry> take_symmetry() { return std::move(symmetry_); }
 
   /// E(s−1): the last compute end of the step before the reported one, over ranks (0 for one
-  /// step), from the op times of the run.
+  /// step), from the op times of the run. Under rank symmetry every rank's times are its
+  /// representative's, so the simulated ops' maximum is every op's.
   double previous_step_end_s() const {
     double previous_end_s = 0;
-    for (const PlanOp& op : plan_.ops)
+    for (int k = 0; k < simulated_ops_; ++k) {
+      const PlanOp& op = simulated_op(k);
       if (op.kind == OpKind::compute && op.step == plan_.info.steps - 2) previous_end_s = std::max(previous_end_s, end_s_[op.id]);
+    }
     return previous_end_s;
   }
 
@@ -515,9 +519,16 @@ void set_simulate_exhaustive(bool on) { simulate_exhaustive = on; }
 void set_simulate_symmetric(bool on) { simulate_symmetric = on; }
 
 SimResult simulate(const StepPlan& plan, const NodeSpec& node, const SimOptions& options) {
-  Simulation simulation(plan, node, options);
-  SimResult r = simulation.run();
-  r.bound = step_bound(plan, node, simulation.previous_step_end_s(), simulation.symmetry());
+  SimResult r;
+  double previous_step_end_s = 0;
+  std::unique_ptr<const RankSymmetry> symmetry;
+  {
+    Simulation simulation(plan, node, options);
+    r = simulation.run();
+    previous_step_end_s = simulation.previous_step_end_s();
+    symmetry = simulation.take_symmetry();
+  }  // the run's arrays (per op, per flow) are freed before the bound makes its own: a lower peak
+  r.bound = step_bound(plan, node, previous_step_end_s, symmetry.get());
   return r;
 }
 
