@@ -160,8 +160,8 @@ class Simulation {
     return result();
   }
 
-  /// The rank symmetry simulated under (sim/symmetry.hpp), or nullptr: every rank was simulated.
-  /// The rank symmetry the run used (null when it ran every rank), handed over.
+  /// The rank symmetry simulated under (sim/symmetry.hpp), handed over; nullptr: every rank was
+  /// simulated.
   std::unique_ptr<const RankSymmetry> take_symmetry() { return std::move(symmetry_); }
 
   /// E(s−1): the last compute end of the step before the reported one, over ranks (0 for one
