@@ -79,14 +79,16 @@ void MaxMinSolver::merge_uses(const std::vector<std::pair<int, double>>& uses, s
 int MaxMinSolver::add_active_flow(const std::vector<std::pair<int, double>>& uses, bool merged,
                                   double bound_bytes_per_s, double weight) {
   Flow f;
-  if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
-    f.uses = std::move(spare_uses_.back());
-    spare_uses_.pop_back();
+  if (merged) {  // a shape's list, read in place
+    f.uses_begin = uses.data(), f.uses_end = uses.data() + uses.size();
+  } else {
+    if (!spare_uses_.empty()) {  // an emptied buffer of a removed flow: the same contents as a fresh one
+      f.own_uses = std::move(spare_uses_.back());
+      spare_uses_.pop_back();
+    }
+    merge_uses(uses, f.own_uses);
+    f.uses_begin = f.own_uses.data(), f.uses_end = f.own_uses.data() + f.own_uses.size();
   }
-  if (merged)
-    f.uses.assign(uses.begin(), uses.end());
-  else
-    merge_uses(uses, f.uses);
   f.bound_bytes_per_s = bound_bytes_per_s;
   f.weight = weight;
   f.active_pos = static_cast<int>(active_.size());
@@ -131,9 +133,12 @@ void MaxMinSolver::remove_flow(int flow) {
   active_.pop_back();
   f.active_pos = -1;
   f.rate_bytes_per_s = 0;
-  f.uses.clear();  // ids are never reused: its buffer goes to the next add_flow
-  spare_uses_.push_back(std::move(f.uses));
-  std::vector<std::pair<int, double>>().swap(f.uses);
+  f.uses_begin = f.uses_end = nullptr;
+  if (f.own_uses.capacity() > 0) {  // ids are never reused: its buffer goes to the next add_flow
+    f.own_uses.clear();
+    spare_uses_.push_back(std::move(f.own_uses));
+    std::vector<std::pair<int, double>>().swap(f.own_uses);
+  }
   dirty_ = true;
 }
 
@@ -142,7 +147,8 @@ void MaxMinSolver::clear_flows() {
     Flow& f = flows_[id];
     f.active_pos = -1;
     f.rate_bytes_per_s = 0;
-    std::vector<std::pair<int, double>>().swap(f.uses);
+    f.uses_begin = f.uses_end = nullptr;
+    std::vector<std::pair<int, double>>().swap(f.own_uses);
   }
   active_.clear();
   dirty_ = true;
@@ -156,7 +162,7 @@ void MaxMinSolver::solve() {
   for (int r : used_) load_[r] = 0, in_use_[r] = 0;
   used_.clear();
   for (int id : active_)
-    for (const auto& [r, a] : flows_[id].uses)
+    for (const auto& [r, a] : uses_of(flows_[id]))
       if (!in_use_[r]) in_use_[r] = 1, used_.push_back(r);
   for (int r : used_) remaining_[r] = resources_[r].capacity_bytes_per_s;
   unfixed_.assign(active_.begin(), active_.end());  // no allocation once capacity suffices
@@ -169,7 +175,7 @@ void MaxMinSolver::solve() {
     double level = kInf;
     for (int id : unfixed_) {
       const Flow& f = flows_[id];
-      for (const auto& [r, a] : f.uses) {
+      for (const auto& [r, a] : uses_of(f)) {
         denom_[r] += a * f.weight;
         ++unfixed_users_[r];
       }
@@ -183,7 +189,7 @@ void MaxMinSolver::solve() {
       for (int id : unfixed_) {
         Flow& f = flows_[id];
         f.rate_bytes_per_s = kInf;
-        for (const auto& [r, a] : f.uses) load_[r] = kInf;
+        for (const auto& [r, a] : uses_of(f)) load_[r] = kInf;
       }
       unfixed_.clear();
       break;
@@ -198,7 +204,7 @@ void MaxMinSolver::solve() {
     for (int id : unfixed_) {
       Flow& f = flows_[id];
       double x = -1;
-      for (const auto& [r, a] : f.uses) {
+      for (const auto& [r, a] : uses_of(f)) {
         if (saturated_[r]) {
           x = std::min(f.weight * level, f.bound_bytes_per_s);
           break;
@@ -210,7 +216,7 @@ void MaxMinSolver::solve() {
         continue;
       }
       f.rate_bytes_per_s = x;
-      for (const auto& [r, a] : f.uses) {
+      for (const auto& [r, a] : uses_of(f)) {
         remaining_[r] -= a * x;
         load_[r] += a * x;
       }

@@ -34,6 +34,7 @@
 // non-positive weights are rejected with std::invalid_argument.
 #include <cmath>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,14 @@ namespace chunkflow {
 /// Not thread-safe; use one solver per simulation.
 class MaxMinSolver {
  public:
+  MaxMinSolver() = default;
+  /// Not copyable: a flow reads its uses in place (its own buffer or its shape's list), so a copy
+  /// would read the original's. Movable: a moved vector keeps its elements where they are.
+  MaxMinSolver(const MaxMinSolver&) = delete;
+  MaxMinSolver& operator=(const MaxMinSolver&) = delete;
+  MaxMinSolver(MaxMinSolver&&) = default;
+  MaxMinSolver& operator=(MaxMinSolver&&) = default;
+
   /// Registers a resource (one link direction, a duplex coupling, ...) with capacity
   /// `capacity_bytes_per_s` ≥ 0 (may be +∞) and an optional name for traces and error messages.
   /// Returns its id (0, 1, 2, ... in registration order). Throws std::invalid_argument for a
@@ -128,7 +137,12 @@ class MaxMinSolver {
     std::string name;
   };
   struct Flow {
-    std::vector<std::pair<int, double>> uses;  // merged, coefficients > 0
+    /// Its merged uses (coefficients > 0): [uses_begin, uses_end), in `own_uses` (add_flow) or in
+    /// its shape's list (add_flow_shaped: shapes never change, and a vector's elements keep their
+    /// address when the vector is moved, so neither the shapes' nor the flows' growth moves them).
+    const std::pair<int, double>* uses_begin = nullptr;
+    const std::pair<int, double>* uses_end = nullptr;
+    std::vector<std::pair<int, double>> own_uses;
     double bound_bytes_per_s = INFINITY;
     double weight = 1.0;
     double rate_bytes_per_s = 0;
@@ -142,6 +156,7 @@ class MaxMinSolver {
   /// themselves, already merged (`merged` true: a shape); parameters checked by the caller.
   int add_active_flow(const std::vector<std::pair<int, double>>& uses, bool merged, double bound_bytes_per_s,
                       double weight);
+  static std::span<const std::pair<int, double>> uses_of(const Flow& f) { return {f.uses_begin, f.uses_end}; }
   void check_resource(int resource) const;
   void check_flow(int flow) const;
   void check_solved() const;
@@ -149,8 +164,8 @@ class MaxMinSolver {
   std::vector<Resource> resources_;
   std::vector<Flow> flows_;  // indexed by flow id; removed flows keep a slot (uses released)
   std::vector<int> active_;  // active flow ids
-  /// Emptied `uses` buffers of removed flows, kept for the next add_flow (no allocation per flow
-  /// once a simulation's peak of flows has been reached).
+  /// Emptied `own_uses` buffers of removed flows, kept for the next add_flow (no allocation per
+  /// flow once a simulation's peak of flows has been reached).
   std::vector<std::vector<std::pair<int, double>>> spare_uses_;
   std::vector<std::vector<std::pair<int, double>>> shapes_;  // add_shape's merged uses, by shape id
   bool dirty_ = false;       // flows or capacities changed since the last solve()
