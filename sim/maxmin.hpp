@@ -153,9 +153,11 @@ class MaxMinSolver {
   /// the order each resource first appears, zero coefficients dropped; appended to `out` (empty).
   static void merge_uses(const std::vector<std::pair<int, double>>& uses, std::vector<std::pair<int, double>>& out);
   /// Adds an active flow whose uses are `uses` merged by merge_uses (`merged` false) or `uses`
-  /// themselves, already merged (`merged` true: a shape); parameters checked by the caller.
+  /// themselves, already merged (`merged` true: a shape's list, which the flow reads in place, so it
+  /// must outlive the flow: shapes_ does); parameters checked by the caller.
   int add_active_flow(const std::vector<std::pair<int, double>>& uses, bool merged, double bound_bytes_per_s,
                       double weight);
+  /// A flow's merged uses (resource id, coefficient), where they are kept; empty once removed.
   static std::span<const std::pair<int, double>> uses_of(const Flow& f) { return {f.uses_begin, f.uses_end}; }
   void check_resource(int resource) const;
   void check_flow(int flow) const;
