@@ -75,7 +75,7 @@ int StepPlan::add(PlanOp&& op) {
   dedupe_in_place(op.deps);
   const std::size_t lane = op.deps.size();
   if (lane <= 16) {
-    if (lane + op.data_deps.size() > op.deps.capacity()) op.deps.reserve(lane + op.data_deps.size());
+    op.deps.reserve(lane + op.data_deps.size());
     for (int d : op.data_deps)
       if (std::find(op.deps.begin(), op.deps.begin() + std::ptrdiff_t(lane), d) == op.deps.begin() + std::ptrdiff_t(lane))
         op.deps.push_back(d);
