@@ -194,7 +194,6 @@ def main(argv):
     ax_m_c.set_ylabel("peak memory per GPU (GiB)")
     ax_t_c.set_title("step time against chunk size", y=1.0)
     ax_m_c.set_title("peak memory against chunk size", y=1.0)
-    ax_t_c.legend(fontsize=7, ncol=2)
 
     # Bottom row: against resident fraction; chunkflow at its best chunk size per fraction.
     def best_by_fraction(rs):
@@ -217,7 +216,6 @@ def main(argv):
             ax.axhline(base[0][key], color="black", ls="--", lw=1, label="no-offload")
         ax.set_xlabel("resident fraction")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
     # Configurations that do not fit the GPU: grey crosses over their points, and a grey
     # no-offload line when no-offload itself does not fit.
     unfit = [r for r in rows if not r["fits"]]
@@ -237,6 +235,8 @@ def main(argv):
                 if line.get_label() == "no-offload":
                     line.set_color("0.6")
                     line.set_label("no-offload (does not fit the GPU)")
+    # The legends last, once each, with every labelled artist above (a second legend() replaces the
+    # first, which would only have cost its making).
     ax_t_r.legend(fontsize=8)
     ax_m_r.legend(fontsize=8)
     ax_t_c.legend(fontsize=7, ncol=2)
