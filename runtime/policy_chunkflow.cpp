@@ -385,13 +385,16 @@ class Planner {
       }
       close();
     }
+    // A chunk's readers within its step, asked once: every step runs the same positions.
+    for (Chunk& c : step_chunks)
+      std::tie(c.first_reader, c.last_reader) = layout_.readers(c.block, c.offset_bytes, c.offset_bytes + c.bytes);
     std::vector<Chunk> all;
+    all.reserve(std::size_t(steps_) * step_chunks.size());
     for (int s = 0; s < steps_; ++s)
       for (Chunk c : step_chunks) {
-        const auto [f, l] = layout_.readers(c.block, c.offset_bytes, c.offset_bytes + c.bytes);
         c.step = s;
-        c.first_reader = s * n_ + f;
-        c.last_reader = s * n_ + l;
+        c.first_reader += s * n_;
+        c.last_reader += s * n_;
         all.push_back(c);
       }
     return all;
