@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -148,6 +149,9 @@ class MaxMinSolver {
     double rate_bytes_per_s = 0;
     int active_pos = -1;  // index in active_, -1 once removed
   };
+  // flows_ grows by moving its Flows, which keeps each own_uses buffer (and so uses_begin) in
+  // place; a Flow that could throw on moving would be copied instead, its pointers left on the old.
+  static_assert(std::is_nothrow_move_constructible_v<Flow>, "a Flow must move without throwing");
 
   /// The uses of a flow as add_flow keeps them: coefficients of a repeated resource summed, in
   /// the order each resource first appears, zero coefficients dropped; appended to `out` (empty).
