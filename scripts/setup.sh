@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake libeigen3-dev libboost-graph-dev libcli11-dev nlohmann-json3-dev
           catch2 libbenchmark-dev python3-matplotlib
-          libjemalloc-dev                       # the chunkflow program's allocator (huge pages)
+          libjemalloc-dev                       # the chunkflow program's allocator (keeps freed pages)
           clang libclang-rt-14-dev libomp-dev   # clang: libFuzzer harnesses (scripts/fuzz.sh, CI)
           libopenmpi-dev openmpi-bin            # MPI: sweep --grid over ranks (tests: grid_mpi)
           pybind11-dev python3-dev)             # the Python module (tests: python_module)

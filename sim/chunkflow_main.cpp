@@ -23,13 +23,9 @@
 /// plan of the main job's Wan-14B is ~10^5 ops (~23 MB of them) plus the simulator's and the
 /// bound's arrays, and on 4 KiB pages their first touches were ~30,000 page faults, ~38 % of the
 /// default sweep's CPU time on this machine's kernel (README "Speed", the main job).
-/// - thp, metadata_thp: the arenas and jemalloc's own metadata are advised onto transparent huge
-///   pages (madvise(MADV_HUGEPAGE): the kernel's THP mode "madvise" or "always" honours it, "never"
-///   ignores it).
 /// - dirty_decay_ms, muzzy_decay_ms -1: freed pages are never handed back to the kernel, so the
-///   next configuration reuses them without faulting (a purge also splits the huge pages). The
-///   process holds its peak footprint to exit: the largest configurations running at once, not a
-///   sum over configurations.
+///   next configuration reuses them without faulting. The process holds its peak footprint to
+///   exit: the largest configurations running at once, not a sum over configurations.
 /// Measured 2026-11-27 (this 2-core machine, against glibc's allocator tuned as below, alternating):
 /// `chunkflow sweep --no-plot` 0.30–0.33 s → 0.13–0.19 s wall, ~30,600 → ~3,300 page faults, peak
 /// RSS 129 → 120–166 MB; scenarios/grids/large.json on 2 threads 48.7–52.1 s (median 49.9, 6 runs)
@@ -41,9 +37,23 @@
 ///   sweep on 2 threads, 30 alternating runs each: system time median 40 → 28 ms (wall within the
 ///   host's noise), huge-page faults 64 → 55, peak RSS 138–147 → 130–134 MB; the large grid: peak
 ///   RSS 395–417 → 340–348 MB, time 64.2 and 75.6 s against 73.6 and 66.5 s (noise), rows identical.
+/// - No transparent huge pages asked for (session 26: jemalloc's thp and metadata_thp at their
+///   defaults, so the kernel's own THP mode decides; sessions 22–25 set thp:always and
+///   metadata_thp:always). This machine is a VM whose balloon reports free 2 MiB blocks to the host
+///   (virtio_balloon free page reporting, page_reporting_order 9), which drops them: a huge page
+///   is such a block, so one faulted in after a pause is backed again by the host while the kernel
+///   zeroes it (no compaction: /proc/vmstat compact_stall 0). `chunkflow sweep --no-plot` after
+///   15–25 s idle, alternating (2026-11-28 00:15–00:46 UTC): 0.31–0.42 s wall, 0.36–0.54 s system
+///   time with huge pages (15 runs), 0.14–0.27 s and 0.06–0.26 s without (19 runs); medians of the
+///   last 5 pairs 0.35 → 0.18 s. Back to back, huge pages win a little: medians 0.13 against
+///   0.16 s (10 runs each), system time 0.03 against 0.07 s. A run after a pause is what a user
+///   starts, so the pause case decides. The main job (its plot's time) and the grids do not move
+///   beyond the noise: main job after a pause 1.22 against 1.25 s (medians of 5); medium.json
+///   4.55 → 4.05 s (medians of 5 pairs); large.json 61.1, 65.3 and 67.6 s with against 71.2,
+///   62.2 and 66.4 s without, rows identical.
 extern "C" {
 // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): jemalloc reads this symbol
-const char* malloc_conf = "thp:always,metadata_thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1,narenas:1";
+const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1,narenas:1";
 }
 #endif
 
