@@ -26,7 +26,8 @@
 /// - dirty_decay_ms, muzzy_decay_ms -1: freed pages are never handed back to the kernel, so the
 ///   next configuration reuses them without faulting. The process holds its peak footprint to
 ///   exit: the largest configurations running at once, not a sum over configurations.
-/// Measured 2026-11-27 (this 2-core machine, against glibc's allocator tuned as below, alternating):
+/// Measured 2026-11-27 (this 2-core machine, against glibc's allocator tuned as below, alternating;
+/// jemalloc then on huge pages, see the last item):
 /// `chunkflow sweep --no-plot` 0.30–0.33 s → 0.13–0.19 s wall, ~30,600 → ~3,300 page faults, peak
 /// RSS 129 → 120–166 MB; scenarios/grids/large.json on 2 threads 48.7–52.1 s (median 49.9, 6 runs)
 /// → 44.3–54.6 s (median 46.1, 4 runs), peak RSS 260–267 → 418–451 MB (385 MB for half its
